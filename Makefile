@@ -1,0 +1,48 @@
+# Catena build, test and tooling entry points. Run as root for test/demo/bench.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+
+GO ?= go
+BIN := $(CURDIR)/bin
+CNI_BIN := $(BIN)/cni
+GOBUILD := $(GO) build -trimpath -ldflags='-s -w'
+FUZZTIME ?= 30s
+
+# Tests find catena, the reference plugins and the test plugins here.
+export CATENA_CNI_PATH := $(CNI_BIN)
+export CATENA_BIN := $(BIN)
+export GOTOOLCHAIN := local
+
+.PHONY: all build plugins test demo bench fuzz clean
+
+all: build
+
+build:
+	@mkdir -p $(CNI_BIN)
+	$(GOBUILD) -o $(BIN)/catena ./plugins/catena
+	@if [ -d cmd/catenactl ]; then \
+		echo "$(GOBUILD) -o $(BIN)/catenactl ./cmd/catenactl"; \
+		$(GOBUILD) -o $(BIN)/catenactl ./cmd/catenactl; \
+	fi
+	cp -f $(BIN)/catena $(CNI_BIN)/catena.tmp && mv -f $(CNI_BIN)/catena.tmp $(CNI_BIN)/catena
+	$(GOBUILD) -o $(CNI_BIN)/ ./plugins/testing/...
+
+plugins:
+	bash scripts/install-deps.sh
+
+test: plugins build
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 20m ./...
+
+demo: plugins build
+	bash scripts/demo.sh
+
+bench: plugins build
+	$(GO) run ./scripts/bench
+
+fuzz:
+	FUZZTIME=$(FUZZTIME) bash scripts/fuzz.sh
+
+clean:
+	rm -rf $(BIN)

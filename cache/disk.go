@@ -1,0 +1,206 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/afero"
+)
+
+// Layout of a DiskStore under its dir:
+//
+//	records/<network>/<containerID>:<ifname>.json   one record per attachment
+//	quarantine/<network>_<containerID>:<ifname>.<unixnano>.json
+//
+// ':' is illegal in both container IDs and ifnames, so a record's name is
+// unambiguous. Directories are 0700 and files 0600. Locks are not kept here:
+// they belong to the Locker (e.g. a FlockLocker on <dir>/locks).
+const (
+	recordsDir    = "records"
+	quarantineDir = "quarantine"
+	recordExt     = ".json"
+
+	// maxRecordSize bounds what Load reads; real records are a few KB.
+	maxRecordSize = 16 << 20
+)
+
+// DiskStore is the durable Store: one self-checking file per attachment,
+// replaced atomically and durably on every Save. It embeds the Locker that
+// serialises the attachments.
+type DiskStore struct {
+	Locker
+	fs  afero.Fs
+	dir string
+}
+
+var _ Store = (*DiskStore)(nil)
+
+// NewDiskStore returns a store rooted at dir on fsys, locking attachments
+// with locker. Nothing is created until the first Save. locker must not be
+// nil.
+func NewDiskStore(fsys afero.Fs, dir string, locker Locker) *DiskStore {
+	if locker == nil {
+		panic("cache: NewDiskStore with a nil locker")
+	}
+	return &DiskStore{Locker: locker, fs: fsys, dir: filepath.Clean(dir)}
+}
+
+// Path returns where key's record lives, or "" if key is invalid. It is meant
+// for operators and tests; it does not look at the filesystem.
+func (s *DiskStore) Path(key Key) string {
+	if key.Validate() != nil {
+		return ""
+	}
+	return s.recordPath(key)
+}
+
+func (s *DiskStore) networkDir(network string) string {
+	return filepath.Join(s.dir, recordsDir, network)
+}
+
+func (s *DiskStore) recordPath(key Key) string {
+	return filepath.Join(s.networkDir(key.Network), key.ContainerID+":"+key.IfName+recordExt)
+}
+
+// checkNetworkDir lstats records/<network>. It reports exists=false if it is
+// missing, and an ErrCorrupt-wrapped error if it is a symlink or not a
+// directory: the store never follows a link out of its dir.
+func (s *DiskStore) checkNetworkDir(key Key) (exists bool, err error) {
+	dir := s.networkDir(key.Network)
+	fi, err := lstat(s.fs, dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("record %s: %w", key, err)
+	}
+	if err := checkDirInfo(fi); err != nil {
+		return true, fmt.Errorf("record %s: %w: network dir %s %v", key, ErrCorrupt, dir, err)
+	}
+	return true, nil
+}
+
+// Load returns key's record, ErrNotFound, or an error wrapping ErrCorrupt for
+// anything that cannot be trusted: a symlink, a directory or other
+// non-regular file, a file readable or writable by group or others, or
+// content that does not decode or names another attachment.
+func (s *DiskStore) Load(key Key) (*Record, error) {
+	if err := key.Validate(); err != nil {
+		return nil, fmt.Errorf("load record: %w", err)
+	}
+	exists, err := s.checkNetworkDir(key)
+	if err != nil {
+		return nil, err
+	}
+	if !exists {
+		return nil, fmt.Errorf("load record %s: %w", key, ErrNotFound)
+	}
+	path := s.recordPath(key)
+	fi, err := lstat(s.fs, path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("load record %s: %w", key, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load record %s: %w", key, err)
+	}
+	if err := checkRecordInfo(fi); err != nil {
+		return nil, fmt.Errorf("load record %s: %w: %s %v", key, ErrCorrupt, path, err)
+	}
+	data, err := s.readRecord(key, path)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("load record %s from %s: %w", key, path, err)
+	}
+	if rec.Key != key {
+		return nil, fmt.Errorf("load record %s: %w: %s holds the record of %s", key, ErrCorrupt, path, rec.Key)
+	}
+	return rec, nil
+}
+
+// readRecord opens path without following symlinks and re-checks what was
+// opened, closing the window between the lstat and the open.
+func (s *DiskStore) readRecord(key Key, path string) ([]byte, error) {
+	f, err := openReadNoFollow(s.fs, path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("load record %s: %w", key, ErrNotFound)
+	case isSymlinkLoop(err):
+		return nil, fmt.Errorf("load record %s: %w: %s is a symlink", key, ErrCorrupt, path)
+	case err != nil:
+		return nil, fmt.Errorf("load record %s: %w", key, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("load record %s: stat %s: %w", key, path, err)
+	}
+	if err := checkRecordInfo(fi); err != nil {
+		return nil, fmt.Errorf("load record %s: %w: %s %v", key, ErrCorrupt, path, err)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxRecordSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("load record %s: read %s: %w", key, path, err)
+	}
+	if len(data) > maxRecordSize {
+		return nil, fmt.Errorf("load record %s: %w: %s is too large", key, ErrCorrupt, path)
+	}
+	return data, nil
+}
+
+// Save sets rec.Updated (and rec.Schema) and durably replaces the record.
+// The common path, the network dir existing, costs one lstat and one durable
+// replace.
+func (s *DiskStore) Save(rec *Record) error {
+	if rec == nil {
+		return errors.New("save record: nil record")
+	}
+	key := rec.Key
+	if err := key.Validate(); err != nil {
+		return fmt.Errorf("save record: %w", err)
+	}
+	exists, err := s.checkNetworkDir(key)
+	if err != nil {
+		return fmt.Errorf("save: %w", err)
+	}
+	if !exists {
+		if err := mkdirAllDurable(s.fs, s.networkDir(key.Network), dirPerm); err != nil {
+			return fmt.Errorf("save record %s: %w", key, err)
+		}
+	}
+	rec.Updated = time.Now().UTC()
+	data, err := Encode(rec)
+	if err != nil {
+		return fmt.Errorf("save: %w", err)
+	}
+	if err := writeFileDurable(s.fs, s.recordPath(key), data); err != nil {
+		return fmt.Errorf("save record %s: %w", key, err)
+	}
+	return nil
+}
+
+// Remove durably deletes key's record; a missing record is not an error.
+// Through a symlinked network dir it refuses (ErrCorrupt) rather than remove
+// something outside the store: Quarantine deals with that.
+func (s *DiskStore) Remove(key Key) error {
+	if err := key.Validate(); err != nil {
+		return fmt.Errorf("remove record: %w", err)
+	}
+	exists, err := s.checkNetworkDir(key)
+	if err != nil {
+		return fmt.Errorf("remove: %w", err)
+	}
+	if !exists {
+		return nil
+	}
+	if err := removeDurable(s.fs, s.recordPath(key)); err != nil {
+		return fmt.Errorf("remove record %s: %w", key, err)
+	}
+	return nil
+}

@@ -1,0 +1,172 @@
+package cache
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/afero"
+)
+
+// Durability primitives, in the style of etcd's client/pkg/fileutil but on
+// afero so that the store can be tested on an in-memory filesystem.
+//
+// Every record is its own file, durably replaced on each write (temp file,
+// fsync, rename, fsync of the directory). An append-only journal was
+// considered and measured (BenchmarkSaveReplace vs BenchmarkAppendFdatasync,
+// ~2 KB record, on this project's ext4 root and on tmpfs):
+//
+//	BENCHMARK_FIGURES
+//
+// Replace is kept: BENCHMARK_VERDICT. A replaced file is always one
+// complete, self-checking record, needs no replay, compaction or torn-tail
+// recovery, and one attachment's record never shares a file (or a lock) with
+// another's.
+
+const (
+	dirPerm  = 0o700
+	filePerm = 0o600
+	tmpExt   = ".tmp"
+)
+
+// writeFileDurable atomically and durably replaces path with data: when it
+// returns nil the new content survives a crash or power loss, and at no
+// instant can a reader see a partial file. The temp file is created in the
+// same directory so that the rename never crosses a filesystem.
+func writeFileDurable(fsys afero.Fs, path string, data []byte) (err error) {
+	dir := filepath.Dir(path)
+	tmp, err := tempName(path)
+	if err != nil {
+		return err
+	}
+	f, err := fsys.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, filePerm)
+	if err != nil {
+		return fmt.Errorf("create temp file for %s: %w", path, err)
+	}
+	renamed := false
+	defer func() {
+		if err != nil && !renamed {
+			_ = f.Close() // may already be closed; the error is moot then
+			_ = fsys.Remove(tmp)
+		}
+	}()
+	n, err := f.Write(data)
+	if err == nil && n != len(data) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", tmp, err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", tmp, err)
+	}
+	if err = fsys.Rename(tmp, path); err != nil {
+		return fmt.Errorf("rename %s to %s: %w", tmp, path, err)
+	}
+	renamed = true
+	if err = syncDir(fsys, dir); err != nil {
+		return fmt.Errorf("replace %s: %w", path, err)
+	}
+	return nil
+}
+
+// tempName returns a unique hidden name next to path, ending in ".tmp".
+func tempName(path string) (string, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("temp name for %s: %w", path, err)
+	}
+	dir, base := filepath.Split(path)
+	return filepath.Join(dir, "."+base+"."+hex.EncodeToString(b[:])+tmpExt), nil
+}
+
+// removeDurable removes path and makes the removal durable. A missing path is
+// not an error, but the parent is still synced: a previous removal may have
+// been interrupted between the unlink and the directory fsync.
+func removeDurable(fsys afero.Fs, path string) error {
+	if err := fsys.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove %s: %w", path, err)
+	}
+	err := syncDir(fsys, filepath.Dir(path))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove %s: %w", path, err)
+	}
+	return nil
+}
+
+// renameDurable renames oldpath to newpath (the entry itself: a symlink is
+// not followed) and syncs both parents.
+func renameDurable(fsys afero.Fs, oldpath, newpath string) error {
+	if err := fsys.Rename(oldpath, newpath); err != nil {
+		return fmt.Errorf("rename %s to %s: %w", oldpath, newpath, err)
+	}
+	if err := syncDir(fsys, filepath.Dir(newpath)); err != nil {
+		return fmt.Errorf("rename %s to %s: %w", oldpath, newpath, err)
+	}
+	if filepath.Dir(oldpath) != filepath.Dir(newpath) {
+		if err := syncDir(fsys, filepath.Dir(oldpath)); err != nil {
+			return fmt.Errorf("rename %s to %s: %w", oldpath, newpath, err)
+		}
+	}
+	return nil
+}
+
+// mkdirAllDurable is MkdirAll that fsyncs the parent of every directory it
+// creates, so that the new entries survive a crash. An existing directory
+// costs one stat.
+func mkdirAllDurable(fsys afero.Fs, path string, perm os.FileMode) error {
+	path = filepath.Clean(path)
+	fi, err := fsys.Stat(path)
+	if err == nil {
+		if fi.IsDir() {
+			return nil
+		}
+		return fmt.Errorf("mkdir %s: exists and is not a directory", path)
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("mkdir %s: %w", path, err)
+	}
+	parent := filepath.Dir(path)
+	if parent != path {
+		if err := mkdirAllDurable(fsys, parent, perm); err != nil {
+			return err
+		}
+	}
+	if err := fsys.Mkdir(path, perm); err != nil {
+		// Lost a race with another creator: fine if it made a directory.
+		// Sync anyway, as its own sync may not have happened yet.
+		fi, serr := fsys.Stat(path)
+		if !errors.Is(err, fs.ErrExist) || serr != nil || !fi.IsDir() {
+			return fmt.Errorf("mkdir %s: %w", path, err)
+		}
+	}
+	if err := syncDir(fsys, parent); err != nil {
+		return fmt.Errorf("mkdir %s: %w", path, err)
+	}
+	return nil
+}
+
+// syncDir fsyncs a directory, making the entries created, renamed or removed
+// in it durable.
+func syncDir(fsys afero.Fs, dir string) error {
+	d, err := fsys.Open(dir)
+	if err != nil {
+		return fmt.Errorf("open dir %s: %w", dir, err)
+	}
+	if err := d.Sync(); err != nil {
+		_ = d.Close()
+		return fmt.Errorf("fsync dir %s: %w", dir, err)
+	}
+	if err := d.Close(); err != nil {
+		return fmt.Errorf("close dir %s: %w", dir, err)
+	}
+	return nil
+}

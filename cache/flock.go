@@ -1,0 +1,248 @@
+//go:build linux
+
+package cache
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// FlockLocker locks attachments with flock(2) on one file per attachment:
+//
+//	<Dir>/<network>/<containerID>:<ifname>.lock
+//
+// The kernel drops a flock when its file is closed, so a holder that dies
+// releases its lock at once; there is no stale-PID check and none is needed.
+//
+// Lock files do not pile up: the holder unlinks its file on Unlock. Done
+// naively that opens the classic race (B opens the file, A unlinks it and
+// releases, B locks the now nameless inode while C creates a new file at the
+// same path and locks that: both B and C think they hold the lock). The
+// scheme that closes it:
+//
+//   - Unlock unlinks the path while still holding the flock, then closes.
+//   - After flock succeeds, the acquirer fstats its fd and lstats the path.
+//     If the path is missing or names another inode, the file was unlinked
+//     by a previous holder: it closes and starts over with a fresh open.
+//
+// Hence a verified holder's inode is always the one at the path, and only a
+// verified holder ever unlinks the path, so two holders can never both be
+// verified at once.
+type FlockLocker struct {
+	Dir string
+}
+
+var _ Locker = (*FlockLocker)(nil)
+
+// NewFlockLocker returns a locker keeping its lock files under dir, which is
+// created (0700) on first use.
+func NewFlockLocker(dir string) *FlockLocker {
+	return &FlockLocker{Dir: filepath.Clean(dir)}
+}
+
+const (
+	lockExt        = ".lock"
+	lockBackoffMin = time.Millisecond
+	lockBackoffMax = 25 * time.Millisecond
+)
+
+func (l *FlockLocker) lockPath(key Key) string {
+	return filepath.Join(l.Dir, key.Network, key.ContainerID+":"+key.IfName+lockExt)
+}
+
+// Lock waits for key's lock, polling with a short backoff, until ctx is done;
+// it then returns a *LockedError naming the holder.
+func (l *FlockLocker) Lock(ctx context.Context, key Key, who Holder) (Unlocker, error) {
+	if err := key.Validate(); err != nil {
+		return nil, fmt.Errorf("lock attachment: %w", err)
+	}
+	start := time.Now()
+	backoff := lockBackoffMin
+	path := l.lockPath(key)
+	for {
+		u, err := l.tryLock(key, path, who)
+		if !errors.Is(err, ErrLocked) {
+			return u, err
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, &LockedError{Key: key, Holder: readHolder(path), Waited: time.Since(start)}
+		case <-t.C:
+		}
+		backoff = min(2*backoff, lockBackoffMax)
+	}
+}
+
+// TryLock makes one non-blocking attempt. On failure the error is a
+// *LockedError (wrapping ErrLocked) naming the holder.
+func (l *FlockLocker) TryLock(key Key, who Holder) (Unlocker, error) {
+	if err := key.Validate(); err != nil {
+		return nil, fmt.Errorf("lock attachment: %w", err)
+	}
+	path := l.lockPath(key)
+	u, err := l.tryLock(key, path, who)
+	if errors.Is(err, ErrLocked) {
+		return nil, &LockedError{Key: key, Holder: readHolder(path)}
+	}
+	return u, err
+}
+
+// tryLock makes one attempt; it returns ErrLocked if another holder has the
+// lock. A file found unlinked after locking it is not an attempt: it is
+// dropped and the path opened anew.
+func (l *FlockLocker) tryLock(key Key, path string, who Holder) (Unlocker, error) {
+	for {
+		fd, err := openLockFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("lock attachment %s: %w", key, err)
+		}
+		if err := flockNB(fd); err != nil {
+			_ = unix.Close(fd)
+			if err == unix.EWOULDBLOCK {
+				return nil, ErrLocked
+			}
+			return nil, fmt.Errorf("lock attachment %s: flock %s: %w", key, path, err)
+		}
+		current, err := isCurrent(fd, path)
+		if err != nil {
+			_ = unix.Close(fd)
+			return nil, fmt.Errorf("lock attachment %s: %s: %w", key, path, err)
+		}
+		if !current {
+			_ = unix.Close(fd) // unlinked by the previous holder: retry
+			continue
+		}
+		writeHolder(fd, fillHolder(who))
+		return &flockUnlocker{fd: fd, path: path, key: key}, nil
+	}
+}
+
+// openLockFile opens (creating if needed) the lock file, creating its
+// network dir on first use. No fsync: a lock file is not state.
+func openLockFile(path string) (int, error) {
+	const flags = unix.O_RDWR | unix.O_CREAT | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	for {
+		fd, err := unix.Open(path, flags, filePerm)
+		if err == nil {
+			return fd, nil
+		}
+		if err == unix.EINTR {
+			continue
+		}
+		if err != unix.ENOENT {
+			return -1, fmt.Errorf("open %s: %w", path, err)
+		}
+		if err := os.MkdirAll(filepath.Dir(path), dirPerm); err != nil {
+			return -1, fmt.Errorf("mkdir %s: %w", filepath.Dir(path), err)
+		}
+		if fd, err = unix.Open(path, flags, filePerm); err != nil {
+			return -1, fmt.Errorf("open %s: %w", path, err)
+		}
+		return fd, nil
+	}
+}
+
+// flockNB takes the flock without blocking; EWOULDBLOCK means held.
+func flockNB(fd int) error {
+	for {
+		err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// isCurrent reports whether the locked fd is still the file at path: false
+// if the path is missing or names another inode.
+func isCurrent(fd int, path string) (bool, error) {
+	var fdSt, pathSt unix.Stat_t
+	if err := unix.Fstat(fd, &fdSt); err != nil {
+		return false, fmt.Errorf("fstat: %w", err)
+	}
+	if err := unix.Lstat(path, &pathSt); err != nil {
+		if err == unix.ENOENT {
+			return false, nil
+		}
+		return false, fmt.Errorf("lstat: %w", err)
+	}
+	return fdSt.Dev == pathSt.Dev && fdSt.Ino == pathSt.Ino, nil
+}
+
+// writeHolder records who holds the lock, for waiters' messages. It is best
+// effort: the lock is held whether or not this succeeds.
+func writeHolder(fd int, who Holder) {
+	data, err := json.Marshal(who)
+	if err != nil {
+		return
+	}
+	if unix.Ftruncate(fd, 0) != nil {
+		return
+	}
+	for off := 0; off < len(data); {
+		n, err := unix.Pwrite(fd, data[off:], int64(off))
+		if err != nil || n <= 0 {
+			return
+		}
+		off += n
+	}
+}
+
+// readHolder reads the holder from a lock file; nil if it cannot.
+func readHolder(path string) *Holder {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(fd)
+	buf := make([]byte, 4096)
+	n, err := unix.Pread(fd, buf, 0)
+	if err != nil || n <= 0 {
+		return nil
+	}
+	var h Holder
+	if json.Unmarshal(buf[:n], &h) != nil {
+		return nil
+	}
+	return &h
+}
+
+type flockUnlocker struct {
+	mu   sync.Mutex
+	fd   int
+	path string
+	key  Key
+}
+
+// Unlock unlinks the lock file while still holding the flock, then closes
+// it (see FlockLocker). A second Unlock is an error and does nothing: it
+// must not unlink a file that a new holder may own by then.
+func (u *flockUnlocker) Unlock() error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.fd < 0 {
+		return fmt.Errorf("unlock attachment %s: already unlocked", u.key)
+	}
+	fd := u.fd
+	u.fd = -1
+	var errs []error
+	if err := unix.Unlink(u.path); err != nil && err != unix.ENOENT {
+		errs = append(errs, fmt.Errorf("unlink %s: %w", u.path, err))
+	}
+	if err := unix.Close(fd); err != nil {
+		errs = append(errs, fmt.Errorf("close %s: %w", u.path, err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("unlock attachment %s: %w", u.key, err)
+	}
+	return nil
+}

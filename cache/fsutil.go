@@ -1,0 +1,69 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"syscall"
+
+	"github.com/spf13/afero"
+)
+
+// lstat stats name without following a final symlink where the filesystem
+// can (afero.Lstater); filesystems without symlinks fall back to Stat.
+func lstat(fsys afero.Fs, name string) (os.FileInfo, error) {
+	if l, ok := fsys.(afero.Lstater); ok {
+		fi, _, err := l.LstatIfPossible(name)
+		return fi, err
+	}
+	return fsys.Stat(name)
+}
+
+// openReadNoFollow opens name for reading. On the real filesystem it adds
+// O_NOFOLLOW (a symlink swapped in after the lstat fails with ELOOP) and
+// O_NONBLOCK (a FIFO swapped in does not block the open); afero.OsFs passes
+// flags through to os.OpenFile. Other filesystems get plain O_RDONLY, as
+// MemMapFs treats any other flag as a request for a writable handle.
+func openReadNoFollow(fsys afero.Fs, name string) (afero.File, error) {
+	if _, ok := fsys.(*afero.OsFs); ok {
+		return fsys.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	}
+	return fsys.OpenFile(name, os.O_RDONLY, 0)
+}
+
+// isSymlinkLoop reports whether err is the ELOOP of an O_NOFOLLOW open.
+func isSymlinkLoop(err error) bool {
+	return errors.Is(err, syscall.ELOOP)
+}
+
+// checkRecordInfo refuses anything but a private regular file of sane size.
+func checkRecordInfo(fi os.FileInfo) error {
+	mode := fi.Mode()
+	switch {
+	case mode&fs.ModeSymlink != 0:
+		return errors.New("is a symlink")
+	case mode.IsDir():
+		return errors.New("is a directory")
+	case !mode.IsRegular():
+		return fmt.Errorf("is not a regular file (%s)", mode.Type())
+	case mode.Perm()&0o077 != 0:
+		return fmt.Errorf("untrusted mode %#o", mode.Perm())
+	case fi.Size() > maxRecordSize:
+		return fmt.Errorf("too large (%d bytes)", fi.Size())
+	}
+	return nil
+}
+
+// checkDirInfo refuses a symlink or non-directory where a directory of the
+// store must be.
+func checkDirInfo(fi os.FileInfo) error {
+	mode := fi.Mode()
+	switch {
+	case mode&fs.ModeSymlink != 0:
+		return errors.New("is a symlink")
+	case !mode.IsDir():
+		return fmt.Errorf("is not a directory (%s)", mode.Type())
+	}
+	return nil
+}

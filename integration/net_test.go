@@ -1,0 +1,185 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/containernetworking/cni/libcni"
+	"github.com/stretchr/testify/require"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+)
+
+var seq atomic.Int32
+
+// world is one test's private slice of the host: a netns, a bridge name, a
+// subnet, a host-local data dir, a Catena cache dir and a libcni cache dir.
+type world struct {
+	t        *testing.T
+	id       string // unique per test: netns, bridge and container IDs derive from it
+	netns    string // path
+	bridge   string
+	subnet   string
+	ipamDir  string
+	cacheDir string
+	cni      *libcni.CNIConfig
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	requireRoot(t)
+	n := seq.Add(1)
+	id := fmt.Sprintf("cit%d-%d", os.Getpid()%100000, n)
+	w := &world{
+		t:      t,
+		id:     id,
+		bridge: fmt.Sprintf("cbr%d%d", os.Getpid()%10000, n),
+		subnet: fmt.Sprintf("10.%d.%d.0/24", 150+os.Getpid()%50, n),
+	}
+	tmp := t.TempDir()
+	w.ipamDir = filepath.Join(tmp, "ipam")
+	w.cacheDir = filepath.Join(tmp, "catena")
+	w.cni = libcni.NewCNIConfigWithCacheDir([]string{cniPath}, filepath.Join(tmp, "libcni"), nil)
+
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", w.bridge).Run() })
+	w.netns = w.addNetns(id)
+	return w
+}
+
+// addNetns creates a named netns, deleted at cleanup, and returns its path.
+func (w *world) addNetns(name string) string {
+	w.t.Helper()
+	run(w.t, "ip", "netns", "add", name)
+	w.t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() })
+	return "/var/run/netns/" + name
+}
+
+func run(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(name, args...).CombinedOutput()
+	require.NoError(t, err, "%s %v: %s", name, args, out)
+	return string(out)
+}
+
+// bridgeDelegate is bridge + host-local on the world's bridge and subnet.
+func (w *world) bridgeDelegate() string {
+	return fmt.Sprintf(`{"type":"bridge","bridge":%q,"isGateway":true,"ipMasq":false,
+	  "ipam":{"type":"host-local","dataDir":%q,"ranges":[[{"subnet":%q}]]}}`, w.bridge, w.ipamDir, w.subnet)
+}
+
+// catenaList wraps delegates in one catena entry of a conflist.
+func (w *world) catenaList(name, version string, delegates ...string) *libcni.NetworkConfigList {
+	w.t.Helper()
+	conf := fmt.Sprintf(`{"cniVersion":%q,"name":%q,"plugins":[{"type":"catena","cacheDir":%q,
+	  "delegateTimeout":"20s","lockTimeout":"10s","capabilities":{"portMappings":true},
+	  "delegates":[%s]}]}`, version, name, w.cacheDir, strings.Join(delegates, ","))
+	list, err := libcni.ConfListFromBytes([]byte(conf))
+	require.NoError(w.t, err)
+	return list
+}
+
+// plainList is the same delegates as a plain conflist run by libcni.
+func (w *world) plainList(name, version string, delegates ...string) *libcni.NetworkConfigList {
+	w.t.Helper()
+	conf := fmt.Sprintf(`{"cniVersion":%q,"name":%q,"plugins":[%s]}`, version, name, strings.Join(delegates, ","))
+	list, err := libcni.ConfListFromBytes([]byte(conf))
+	require.NoError(w.t, err)
+	return list
+}
+
+func (w *world) rt(container string, capArgs map[string]any) *libcni.RuntimeConf {
+	return &libcni.RuntimeConf{ContainerID: container, NetNS: w.netns, IfName: "eth0", CapabilityArgs: capArgs}
+}
+
+// ipamFiles lists host-local's allocations for a network (IP files only).
+func (w *world) ipamFiles(network string) []string {
+	w.t.Helper()
+	entries, err := os.ReadDir(filepath.Join(w.ipamDir, network))
+	if os.IsNotExist(err) {
+		return nil
+	}
+	require.NoError(w.t, err)
+	var ips []string
+	for _, e := range entries {
+		if e.Name() != "lock" && !strings.HasPrefix(e.Name(), "last_reserved_ip") {
+			ips = append(ips, e.Name())
+		}
+	}
+	return ips
+}
+
+// records lists Catena's record files for a network.
+func (w *world) records(network string) []string {
+	w.t.Helper()
+	m, err := filepath.Glob(filepath.Join(w.cacheDir, "records", network, "*.json"))
+	require.NoError(w.t, err)
+	return m
+}
+
+// hostVeths lists the host-side interfaces enslaved to the world's bridge.
+func (w *world) hostVeths() []string {
+	w.t.Helper()
+	br, err := netlink.LinkByName(w.bridge)
+	if err != nil {
+		return nil // no bridge, no veth on it
+	}
+	links, err := netlink.LinkList()
+	require.NoError(w.t, err)
+	var out []string
+	for _, l := range links {
+		if l.Attrs().MasterIndex == br.Attrs().Index {
+			out = append(out, l.Attrs().Name)
+		}
+	}
+	return out
+}
+
+// sandboxAddrs lists the IPv4 addresses of ifname inside the netns.
+func (w *world) sandboxAddrs(ifname string) []string {
+	w.t.Helper()
+	h, err := netns.GetFromPath(w.netns)
+	require.NoError(w.t, err)
+	defer h.Close()
+	nl, err := netlink.NewHandleAt(h)
+	require.NoError(w.t, err)
+	defer nl.Close()
+	link, err := nl.LinkByName(ifname)
+	if err != nil {
+		return nil
+	}
+	addrs, err := nl.AddrList(link, netlink.FAMILY_V4)
+	require.NoError(w.t, err)
+	var out []string
+	for _, a := range addrs {
+		out = append(out, a.IPNet.String())
+	}
+	return out
+}
+
+// iptablesMentions counts iptables rules (all tables) naming the container.
+func iptablesMentions(t *testing.T, container string) int {
+	t.Helper()
+	out := run(t, "iptables-save")
+	return strings.Count(out, container)
+}
+
+// readRecord decodes a record file's envelope into a generic map.
+func readRecord(t *testing.T, path string) map[string]any {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var env struct {
+		Record map[string]any `json:"record"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &env))
+	return env.Record
+}
+
+var bg = context.Background()

@@ -1,0 +1,237 @@
+// Package libchain is Catena's chain engine: it runs a chain of delegate CNI
+// plugins and keeps a durable record of what each one really did, so that a
+// failed ADD is rolled back exactly and a DEL tears down only what is held.
+//
+// The engine is pure logic over two small interfaces: an Executor (built on
+// the CNI invoke package) and a cache.Store.
+package libchain
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/containernetworking/cni/pkg/types"
+	"github.com/containernetworking/cni/pkg/utils"
+	"github.com/containernetworking/cni/pkg/version"
+)
+
+// Defaults for optional config fields.
+const (
+	DefaultCacheDir        = "/var/lib/cni/catena"
+	DefaultLockTimeout     = 30 * time.Second
+	DefaultDelegateTimeout = 60 * time.Second
+)
+
+// NetConf is Catena's own network configuration.
+type NetConf struct {
+	CNIVersion      string
+	Name            string
+	CacheDir        string
+	LockTimeout     time.Duration
+	DelegateTimeout time.Duration
+	LogFile         string
+	LogLevel        string
+	// RuntimeConfig is what the runtime injected for Catena's capabilities.
+	RuntimeConfig map[string]json.RawMessage
+	// PrevResult is the raw prevResult Catena received, if any.
+	PrevResult json.RawMessage
+	// ValidAttachments is cni.dev/valid-attachments, passed on GC.
+	ValidAttachments json.RawMessage
+	Delegates        []Delegate
+}
+
+// Delegate is one link of the chain, as configured.
+type Delegate struct {
+	Index      int
+	Type       string
+	CNIVersion string
+	// Capabilities the delegate declares; only these runtimeConfig keys
+	// reach it.
+	Capabilities map[string]bool
+	// fields holds every field of the delegate's config verbatim, so that
+	// unknown fields pass through unchanged.
+	fields map[string]json.RawMessage
+}
+
+// String names the delegate in messages: "delegate 1 (portmap)".
+func (d Delegate) String() string {
+	return fmt.Sprintf("delegate %d (%s)", d.Index, d.Type)
+}
+
+type rawConf struct {
+	CNIVersion       string                     `json:"cniVersion"`
+	Name             string                     `json:"name"`
+	Type             string                     `json:"type"`
+	CacheDir         string                     `json:"cacheDir"`
+	LockTimeout      string                     `json:"lockTimeout"`
+	DelegateTimeout  string                     `json:"delegateTimeout"`
+	LogFile          string                     `json:"logFile"`
+	LogLevel         string                     `json:"logLevel"`
+	RuntimeConfig    map[string]json.RawMessage `json:"runtimeConfig"`
+	PrevResult       json.RawMessage            `json:"prevResult"`
+	ValidAttachments json.RawMessage            `json:"cni.dev/valid-attachments"`
+	Delegates        []json.RawMessage          `json:"delegates"`
+}
+
+// ParseConfig parses and validates Catena's config. Every error is a
+// *types.Error with the spec's code and names the offending field.
+func ParseConfig(data []byte) (*NetConf, error) {
+	var raw rawConf
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, types.NewError(types.ErrDecodingFailure, fmt.Sprintf("catena: decoding network config: %v", err), "")
+	}
+	if raw.Name == "" {
+		return nil, configError("name", "missing")
+	}
+	if err := utils.ValidateNetworkName(raw.Name); err != nil {
+		return nil, configError("name", fmt.Sprintf("%q: %s", raw.Name, err.Msg))
+	}
+	if raw.CNIVersion == "" {
+		raw.CNIVersion = "0.1.0" // the spec's default for a missing version
+	}
+	if _, _, _, err := version.ParseVersion(raw.CNIVersion); err != nil {
+		return nil, types.NewError(types.ErrIncompatibleCNIVersion, fmt.Sprintf("catena: cniVersion %q: %v", raw.CNIVersion, err), "")
+	}
+	conf := &NetConf{
+		CNIVersion:       raw.CNIVersion,
+		Name:             raw.Name,
+		CacheDir:         raw.CacheDir,
+		LogFile:          raw.LogFile,
+		LogLevel:         raw.LogLevel,
+		RuntimeConfig:    raw.RuntimeConfig,
+		ValidAttachments: raw.ValidAttachments,
+	}
+	if len(raw.PrevResult) > 0 && string(raw.PrevResult) != "null" {
+		conf.PrevResult = raw.PrevResult
+	}
+	if conf.CacheDir == "" {
+		conf.CacheDir = DefaultCacheDir
+	}
+	if !filepath.IsAbs(conf.CacheDir) {
+		return nil, configError("cacheDir", fmt.Sprintf("%q is not an absolute path", conf.CacheDir))
+	}
+	var err error
+	if conf.LockTimeout, err = parseDuration("lockTimeout", raw.LockTimeout, DefaultLockTimeout); err != nil {
+		return nil, err
+	}
+	if conf.DelegateTimeout, err = parseDuration("delegateTimeout", raw.DelegateTimeout, DefaultDelegateTimeout); err != nil {
+		return nil, err
+	}
+	if len(raw.Delegates) == 0 {
+		return nil, configError("delegates", "missing or empty: catena needs at least one delegate")
+	}
+	for i, rd := range raw.Delegates {
+		d, err := parseDelegate(i, rd, conf.CNIVersion)
+		if err != nil {
+			return nil, err
+		}
+		conf.Delegates = append(conf.Delegates, d)
+	}
+	return conf, nil
+}
+
+func parseDelegate(i int, data json.RawMessage, parentVersion string) (Delegate, error) {
+	field := fmt.Sprintf("delegates[%d]", i)
+	d := Delegate{Index: i, CNIVersion: parentVersion}
+	if err := json.Unmarshal(data, &d.fields); err != nil || d.fields == nil {
+		return d, configError(field, "not a JSON object")
+	}
+	typ, ok := d.fields["type"]
+	if !ok {
+		return d, configError(field+".type", "missing")
+	}
+	if err := json.Unmarshal(typ, &d.Type); err != nil {
+		return d, configError(field+".type", "not a string")
+	}
+	if err := validateType(d.Type); err != nil {
+		return d, configError(field+".type", err.Error())
+	}
+	if v, ok := d.fields["cniVersion"]; ok {
+		if err := json.Unmarshal(v, &d.CNIVersion); err != nil {
+			return d, configError(field+".cniVersion", "not a string")
+		}
+		if _, _, _, err := version.ParseVersion(d.CNIVersion); err != nil {
+			return d, types.NewError(types.ErrIncompatibleCNIVersion, fmt.Sprintf("catena: %s.cniVersion %q: %v", field, d.CNIVersion, err), "")
+		}
+	}
+	if c, ok := d.fields["capabilities"]; ok {
+		if err := json.Unmarshal(c, &d.Capabilities); err != nil {
+			return d, configError(field+".capabilities", "not an object of booleans")
+		}
+	}
+	if n, ok := d.fields["delegates"]; ok && len(n) > 0 && d.Type == "catena" {
+		return d, configError(field, "a catena delegate may not nest another catena chain")
+	}
+	return d, nil
+}
+
+// validateType accepts only a plain binary name, so that it can be resolved
+// inside CNI_PATH and nowhere else.
+func validateType(t string) error {
+	switch {
+	case t == "":
+		return fmt.Errorf("empty")
+	case t == "." || t == "..":
+		return fmt.Errorf("%q is not a plugin name", t)
+	case strings.ContainsAny(t, "/\\\x00"):
+		return fmt.Errorf("%q must be a plain binary name found in CNI_PATH, without '/'", t)
+	}
+	return nil
+}
+
+func parseDuration(field, s string, def time.Duration) (time.Duration, error) {
+	if s == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, configError(field, fmt.Sprintf("%q is not a duration (e.g. \"30s\"): %v", s, err))
+	}
+	if d <= 0 {
+		return 0, configError(field, fmt.Sprintf("%q must be positive", s))
+	}
+	return d, nil
+}
+
+func configError(field, msg string) *types.Error {
+	return types.NewError(types.ErrInvalidNetworkConfig, fmt.Sprintf("catena: invalid config: %s: %s", field, msg), "")
+}
+
+// Config renders the delegate's network config for one call: its own fields,
+// plus the inherited name and cniVersion and the runtimeConfig keys its
+// capabilities declare. prevResult is added by the caller.
+func (d Delegate) Config(name string, runtimeConfig map[string]json.RawMessage) (map[string]json.RawMessage, error) {
+	out := make(map[string]json.RawMessage, len(d.fields)+3)
+	for k, v := range d.fields {
+		out[k] = v
+	}
+	var err error
+	if out["name"], err = json.Marshal(name); err != nil {
+		return nil, fmt.Errorf("%s: encoding name: %w", d, err)
+	}
+	if out["cniVersion"], err = json.Marshal(d.CNIVersion); err != nil {
+		return nil, fmt.Errorf("%s: encoding cniVersion: %w", d, err)
+	}
+	rc := map[string]json.RawMessage{}
+	if static, ok := d.fields["runtimeConfig"]; ok {
+		if err := json.Unmarshal(static, &rc); err != nil {
+			return nil, fmt.Errorf("%s: runtimeConfig is not an object: %w", d, err)
+		}
+	}
+	injected := false
+	for key, val := range runtimeConfig {
+		if d.Capabilities[key] {
+			rc[key] = val
+			injected = true
+		}
+	}
+	if injected {
+		if out["runtimeConfig"], err = json.Marshal(rc); err != nil {
+			return nil, fmt.Errorf("%s: encoding runtimeConfig: %w", d, err)
+		}
+	}
+	return out, nil
+}

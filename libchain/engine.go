@@ -1,0 +1,223 @@
+package libchain
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/catena-cni/catena/cache"
+)
+
+// Engine runs chains and keeps their records.
+type Engine struct {
+	Store cache.Store
+	Exec  Executor
+	// Log receives warnings and errors; nil discards them. Never stdout.
+	Log *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Request is one CNI invocation of Catena.
+type Request struct {
+	Conf *NetConf
+	Args RuntimeArgs
+}
+
+// Key is the attachment the request is about.
+func (r Request) Key() cache.Key {
+	return cache.Key{Network: r.Conf.Name, ContainerID: r.Args.ContainerID, IfName: r.Args.IfName}
+}
+
+func (e *Engine) now() time.Time {
+	if e.Now != nil {
+		return e.Now()
+	}
+	return time.Now()
+}
+
+func (e *Engine) log() *slog.Logger {
+	if e.Log != nil {
+		return e.Log
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// validKey checks the attachment key before anything touches the disk.
+func validKey(req Request) (cache.Key, error) {
+	key := req.Key()
+	if err := key.Validate(); err != nil {
+		return key, cniError(types.ErrInvalidEnvironmentVariables, "invalid attachment: %w", err)
+	}
+	return key, nil
+}
+
+// lock takes the attachment's lock within the configured lockTimeout.
+func (e *Engine) lock(ctx context.Context, req Request, key cache.Key, verb string) (func(), error) {
+	lctx, cancel := context.WithTimeout(ctx, req.Conf.LockTimeout)
+	defer cancel()
+	u, err := e.Store.Lock(lctx, key, cache.Holder{PID: os.Getpid(), Verb: verb, Since: e.now()})
+	if err != nil {
+		if errors.Is(err, cache.ErrLocked) {
+			return nil, cniError(types.ErrTryAgainLater, "%s %s: %w", verb, key, err)
+		}
+		return nil, cniError(types.ErrIOFailure, "%s %s: taking lock: %w", verb, key, err)
+	}
+	return func() {
+		if err := u.Unlock(); err != nil {
+			e.log().Error("releasing attachment lock", "attachment", key.String(), "error", err)
+		}
+	}, nil
+}
+
+// Add runs the chain's ADD, recording every step durably. On failure it rolls
+// back, in reverse, everything that succeeded.
+func (e *Engine) Add(ctx context.Context, req Request) (types.Result, error) {
+	key, err := validKey(req)
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := e.lock(ctx, req, key, "ADD")
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+
+	if err := e.clearEarlier(ctx, req, key); err != nil {
+		return nil, err
+	}
+	rec, err := e.newRecord(req, key)
+	if err != nil {
+		return nil, err
+	}
+	latest := req.Conf.PrevResult
+	for i := range rec.Steps {
+		s := &rec.Steps[i]
+		s.State, s.Started = cache.StepStarting, e.now()
+		// This save also carries the previous step's result: n delegates
+		// cost n+1 durable writes.
+		if err := e.Store.Save(rec); err != nil {
+			s.State = cache.StepPending // never invoked
+			return nil, e.rollback(ctx, req, rec, fmt.Errorf("recording %s starting: %w", stepName(s), err), types.ErrIOFailure)
+		}
+		stdin, err := withPrevResult(s.Config, s.CNIVersion, latest)
+		if err != nil {
+			s.State = cache.StepPending
+			return nil, e.rollback(ctx, req, rec, fmt.Errorf("%s: %w", stepName(s), err), types.ErrDecodingFailure)
+		}
+		res, err := e.callAdd(ctx, req, s, stdin)
+		s.Finished = e.now()
+		if err != nil {
+			def := types.ErrInternal
+			s.State = cache.StepAddFailed
+			if isTimeout(err) {
+				s.State, def = cache.StepUnknown, types.ErrTryAgainLater
+			}
+			s.Error = msgOf(err)
+			return nil, e.rollback(ctx, req, rec, err, def)
+		}
+		s.State, s.Result = cache.StepAdded, res
+		latest = res
+	}
+	final, err := convertResult(latest, req.Conf.CNIVersion)
+	if err != nil {
+		return nil, e.rollback(ctx, req, rec, fmt.Errorf("final result: %w", err), types.ErrIncompatibleCNIVersion)
+	}
+	rec.Phase, rec.Result = cache.PhaseComplete, final
+	if err := e.Store.Save(rec); err != nil {
+		return nil, e.rollback(ctx, req, rec, fmt.Errorf("recording completion: %w", err), types.ErrIOFailure)
+	}
+	return decodeResult(final)
+}
+
+// callAdd invokes one delegate's ADD within delegateTimeout and returns its
+// result as JSON.
+func (e *Engine) callAdd(ctx context.Context, req Request, s *cache.Step, stdin []byte) (json.RawMessage, error) {
+	dctx, cancel := context.WithTimeout(ctx, req.Conf.DelegateTimeout)
+	defer cancel()
+	res, err := e.Exec.Add(dctx, Call{Verb: "ADD", Type: s.Type, Config: stdin, Args: req.Args})
+	if err != nil {
+		if isTimeout(err) && dctx.Err() != nil && ctx.Err() == nil {
+			err = fmt.Errorf("timed out after %s (delegateTimeout), outcome unknown: %w", req.Conf.DelegateTimeout, err)
+		}
+		return nil, &delegateError{Verb: "ADD", Delegate: stepName(s), Err: err}
+	}
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return nil, &delegateError{Verb: "ADD", Delegate: stepName(s), Err: fmt.Errorf("encoding its result: %w", err)}
+	}
+	return raw, nil
+}
+
+// newRecord builds the record of a fresh ADD, with every delegate's config
+// as it will be sent (prevResult aside) cached for DEL and CHECK.
+func (e *Engine) newRecord(req Request, key cache.Key) (*cache.Record, error) {
+	now := e.now()
+	rec := &cache.Record{
+		Key: key, Phase: cache.PhaseAdding, CNIVersion: req.Conf.CNIVersion,
+		NetNS: req.Args.NetNS, Args: req.Args.Args, PrevResult: req.Conf.PrevResult,
+		Created: now, Updated: now,
+	}
+	for _, d := range req.Conf.Delegates {
+		conf, err := d.Config(req.Conf.Name, req.Conf.RuntimeConfig)
+		if err != nil {
+			return nil, cniError(types.ErrInvalidNetworkConfig, "ADD %s: %w", key, err)
+		}
+		raw, err := json.Marshal(conf)
+		if err != nil {
+			return nil, cniError(types.ErrInvalidNetworkConfig, "ADD %s: %s: encoding config: %w", key, d, err)
+		}
+		rec.Steps = append(rec.Steps, cache.Step{
+			Index: d.Index, Type: d.Type, CNIVersion: d.CNIVersion, Config: raw, State: cache.StepPending,
+		})
+	}
+	return rec, nil
+}
+
+// clearEarlier deals with a record left by an earlier operation on the same
+// attachment before a new ADD starts.
+func (e *Engine) clearEarlier(ctx context.Context, req Request, key cache.Key) error {
+	rec, err := e.Store.Load(key)
+	switch {
+	case errors.Is(err, cache.ErrNotFound):
+		return nil
+	case errors.Is(err, cache.ErrCorrupt):
+		e.recoverCorrupt(ctx, req, key, err)
+		return nil
+	case err != nil:
+		return cniError(types.ErrIOFailure, "ADD %s: reading record: %w", key, err)
+	case rec.Phase == cache.PhaseComplete:
+		return cniError(types.ErrInvalidEnvironmentVariables,
+			"ADD %s: already added (CNI_CONTAINERID and CNI_IFNAME are in use on network %q); DEL it first", key, key.Network)
+	}
+	e.log().Warn("finishing teardown left by an earlier operation before ADD",
+		"attachment", key.String(), "phase", string(rec.Phase))
+	args := req.Args
+	args.NetNS = rec.NetNS // the earlier attempt's netns
+	if err := e.teardown(ctx, req.Conf, rec, args); err != nil {
+		return cniErrorCode(types.ErrTryAgainLater, "ADD %s: an earlier attempt still holds resources that could not be torn down: %w", key, err)
+	}
+	return nil
+}
+
+// rollback tears down a failed ADD and returns the error to report, which
+// keeps the code of the cause.
+func (e *Engine) rollback(ctx context.Context, req Request, rec *cache.Record, cause error, def uint) error {
+	rec.AddError = msgOf(cause)
+	code := codeOf(cause, def)
+	if err := e.teardown(ctx, req.Conf, rec, req.Args); err != nil {
+		return types.NewError(code, fmt.Sprintf("catena: ADD %s: %s; rollback incomplete, still held and recorded for the next DEL: %s",
+			rec.Key, msgOf(cause), msgOf(err)), "")
+	}
+	return types.NewError(code, fmt.Sprintf("catena: ADD %s: %s; rolled back", rec.Key, msgOf(cause)), "")
+}
+
+func stepName(s *cache.Step) string {
+	return fmt.Sprintf("delegate %d (%s)", s.Index, s.Type)
+}

@@ -1,0 +1,152 @@
+package libchain
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/catena-cni/catena/cache"
+)
+
+// Del tears down what the attachment's record says is held, in reverse, with
+// the config cached at ADD. No record: success, nothing invoked.
+func (e *Engine) Del(ctx context.Context, req Request) error {
+	key, err := validKey(req)
+	if err != nil {
+		return err
+	}
+	unlock, err := e.lock(ctx, req, key, "DEL")
+	if err != nil {
+		return err
+	}
+	defer unlock()
+
+	rec, err := e.Store.Load(key)
+	switch {
+	case errors.Is(err, cache.ErrNotFound):
+		return nil
+	case errors.Is(err, cache.ErrCorrupt):
+		e.recoverCorrupt(ctx, req, key, err)
+		return nil
+	case err != nil:
+		return cniError(types.ErrIOFailure, "DEL %s: reading record: %w", key, err)
+	}
+	if err := e.teardown(ctx, req.Conf, rec, req.Args); err != nil {
+		return cniErrorCode(types.ErrTryAgainLater, "DEL %s: %w; still held and recorded, retry DEL", key, err)
+	}
+	return nil
+}
+
+// teardown DELs the held steps of rec in strict reverse order and removes the
+// record when nothing is held any more. It stops at the first required DEL
+// that fails (a later delegate's state can point at an earlier one's
+// resources: freeing an IP before its portmap rule is gone could route a
+// new pod's traffic by a stale rule) and records the step as del-failed.
+// Best-effort steps (failed or unknown ADD) never stop it.
+//
+// Teardown does not stop when the caller's context ends: each DEL has its
+// own delegateTimeout, so a rollback is never skipped for lack of time.
+func (e *Engine) teardown(ctx context.Context, conf *NetConf, rec *cache.Record, args RuntimeArgs) error {
+	ctx = context.WithoutCancel(ctx)
+	rec.Phase = cache.PhaseTearingDown
+	rec.TeardownAttempts++
+	latest := latestResult(rec)
+	for i := len(rec.Steps) - 1; i >= 0; i-- {
+		s := &rec.Steps[i]
+		if !s.Held() {
+			continue
+		}
+		required := s.Required()
+		err := e.callDel(ctx, conf, s, latest, args)
+		s.DelAttempts++
+		if err != nil && required {
+			s.State, s.DelError = cache.StepDelFailed, msgOf(err)
+			rec.Phase, rec.LastError = cache.PhaseNeedsTeardown, err.Error()
+			if serr := e.Store.Save(rec); serr != nil {
+				return errors.Join(err, fmt.Errorf("recording the failed DEL: %w", serr))
+			}
+			return err
+		}
+		s.DelError = ""
+		if err != nil {
+			s.DelError = msgOf(err)
+			e.log().Warn("best-effort DEL failed; continuing teardown",
+				"attachment", rec.Key.String(), "delegate", stepName(s), "state", "best-effort", "error", err)
+		}
+		s.State = cache.StepDeleted
+		if heldBefore(rec, i) {
+			// Record the step; the last one is recorded by the removal.
+			// A failed save is not fatal: the disk then still says
+			// "held", and a later DEL repeats an idempotent DEL.
+			if serr := e.Store.Save(rec); serr != nil {
+				e.log().Error("recording teardown step", "attachment", rec.Key.String(), "delegate", stepName(s), "error", serr)
+			}
+		}
+	}
+	if err := e.Store.Remove(rec.Key); err != nil {
+		return fmt.Errorf("everything was torn down but the record could not be removed: %w", err)
+	}
+	return nil
+}
+
+func (e *Engine) callDel(ctx context.Context, conf *NetConf, s *cache.Step, latest json.RawMessage, args RuntimeArgs) error {
+	stdin, err := withPrevResult(s.Config, s.CNIVersion, latest)
+	if err != nil {
+		return &delegateError{Verb: "DEL", Delegate: stepName(s), Err: err}
+	}
+	dctx, cancel := context.WithTimeout(ctx, conf.DelegateTimeout)
+	defer cancel()
+	if err := e.Exec.Run(dctx, Call{Verb: "DEL", Type: s.Type, Config: stdin, Args: args}); err != nil {
+		return &delegateError{Verb: "DEL", Delegate: stepName(s), Err: err}
+	}
+	return nil
+}
+
+// heldBefore reports whether any step before index i is still held.
+func heldBefore(rec *cache.Record, i int) bool {
+	for j := 0; j < i; j++ {
+		if rec.Steps[j].Held() {
+			return true
+		}
+	}
+	return false
+}
+
+// latestResult is the newest result the chain produced: that of the last
+// step that returned one, else the prevResult Catena itself was given.
+func latestResult(rec *cache.Record) json.RawMessage {
+	for i := len(rec.Steps) - 1; i >= 0; i-- {
+		if len(rec.Steps[i].Result) > 0 {
+			return rec.Steps[i].Result
+		}
+	}
+	return rec.PrevResult
+}
+
+// recoverCorrupt moves an untrustworthy record aside, loudly, and DELs every
+// delegate of the current config best-effort so that nothing is wedged.
+func (e *Engine) recoverCorrupt(ctx context.Context, req Request, key cache.Key, cause error) {
+	where, qerr := e.Store.Quarantine(key)
+	e.log().Error("corrupt record moved aside; tearing down best-effort from the current config",
+		"attachment", key.String(), "cause", cause, "quarantinedTo", where, "quarantineError", qerr)
+	ctx = context.WithoutCancel(ctx)
+	for i := len(req.Conf.Delegates) - 1; i >= 0; i-- {
+		d := req.Conf.Delegates[i]
+		fields, err := d.Config(req.Conf.Name, req.Conf.RuntimeConfig)
+		var stdin []byte
+		if err == nil {
+			stdin, err = json.Marshal(fields)
+		}
+		if err == nil {
+			dctx, cancel := context.WithTimeout(ctx, req.Conf.DelegateTimeout)
+			err = e.Exec.Run(dctx, Call{Verb: "DEL", Type: d.Type, Config: stdin, Args: req.Args})
+			cancel()
+		}
+		if err != nil {
+			e.log().Warn("best-effort DEL after corrupt record failed", "attachment", key.String(), "delegate", d.String(), "error", err)
+		}
+	}
+}

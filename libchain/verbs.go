@@ -1,0 +1,109 @@
+package libchain
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/catena-cni/catena/cache"
+)
+
+// Check forwards CHECK to the delegates in order, each with its cached config
+// and the cached final result. It is an error if there is no complete record.
+func (e *Engine) Check(ctx context.Context, req Request) error {
+	key, err := validKey(req)
+	if err != nil {
+		return err
+	}
+	unlock, err := e.lock(ctx, req, key, "CHECK")
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	rec, err := e.Store.Load(key)
+	switch {
+	case errors.Is(err, cache.ErrNotFound):
+		return cniError(types.ErrUnknownContainer, "CHECK %s: no record: the attachment was never added or was deleted", key)
+	case err != nil:
+		return cniError(types.ErrIOFailure, "CHECK %s: reading record: %w", key, err)
+	case rec.Phase != cache.PhaseComplete:
+		return cniError(types.ErrUnknownContainer, "CHECK %s: the attachment is not complete (phase %s)", key, rec.Phase)
+	}
+	for i := range rec.Steps {
+		s := &rec.Steps[i]
+		if !atLeast(s.CNIVersion, "0.4.0") {
+			continue // CHECK does not exist before 0.4.0
+		}
+		stdin, err := withPrevResult(s.Config, s.CNIVersion, rec.Result)
+		if err == nil {
+			dctx, cancel := context.WithTimeout(ctx, req.Conf.DelegateTimeout)
+			err = e.Exec.Run(dctx, Call{Verb: "CHECK", Type: s.Type, Config: stdin, Args: req.Args})
+			cancel()
+		}
+		if err != nil {
+			return cniError(types.ErrInternal, "CHECK %s: %w", key, &delegateError{Verb: "CHECK", Delegate: stepName(s), Err: err})
+		}
+	}
+	return nil
+}
+
+// Status forwards STATUS to every delegate that supports CNI 1.1.0 and
+// returns the first unavailability, naming the delegate.
+func (e *Engine) Status(ctx context.Context, req Request) error {
+	for _, d := range req.Conf.Delegates {
+		if !atLeast(d.CNIVersion, "1.1.0") {
+			continue
+		}
+		if err := e.runPlain(ctx, req, d, "STATUS", nil); err != nil {
+			return cniError(types.ErrPluginNotAvailable, "STATUS of network %q: %w", req.Conf.Name, err)
+		}
+	}
+	return nil
+}
+
+// GC forwards GC, with the runtime's valid attachments, to every delegate
+// that supports CNI 1.1.0. It continues past errors and reports them all.
+func (e *Engine) GC(ctx context.Context, req Request) error {
+	var errs []error
+	for _, d := range req.Conf.Delegates {
+		if !atLeast(d.CNIVersion, "1.1.0") {
+			continue
+		}
+		extra := map[string]json.RawMessage{}
+		if len(req.Conf.ValidAttachments) > 0 {
+			extra["cni.dev/valid-attachments"] = req.Conf.ValidAttachments
+		}
+		if err := e.runPlain(ctx, req, d, "GC", extra); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return cniError(types.ErrInternal, "GC of network %q: %w", req.Conf.Name, errors.Join(errs...))
+	}
+	return nil
+}
+
+// runPlain invokes a verb that needs no attachment with the delegate's
+// current config.
+func (e *Engine) runPlain(ctx context.Context, req Request, d Delegate, verb string, extra map[string]json.RawMessage) error {
+	fields, err := d.Config(req.Conf.Name, nil)
+	if err != nil {
+		return err
+	}
+	for k, v := range extra {
+		fields[k] = v
+	}
+	stdin, err := json.Marshal(fields)
+	if err != nil {
+		return fmt.Errorf("%s: encoding config: %w", d, err)
+	}
+	dctx, cancel := context.WithTimeout(ctx, req.Conf.DelegateTimeout)
+	defer cancel()
+	if err := e.Exec.Run(dctx, Call{Verb: verb, Type: d.Type, Config: stdin, Args: RuntimeArgs{Path: req.Args.Path}}); err != nil {
+		return &delegateError{Verb: verb, Delegate: d.String(), Err: err}
+	}
+	return nil
+}

@@ -1,0 +1,61 @@
+// Command catena is a chained CNI meta-plugin: it runs its delegates itself
+// and durably records what each one did, so that a failed ADD is rolled back
+// exactly and a DEL never wedges. All logic lives in libchain and cache.
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+
+	"github.com/containernetworking/cni/pkg/skel"
+	"github.com/containernetworking/cni/pkg/types"
+	"github.com/containernetworking/cni/pkg/version"
+	"github.com/spf13/afero"
+
+	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/libchain"
+)
+
+const about = "catena: a chained CNI meta-plugin with a durable per-step record"
+
+func main() {
+	skel.PluginMainFuncs(skel.CNIFuncs{
+		Add: func(a *skel.CmdArgs) error {
+			return run(a, func(e *libchain.Engine, ctx context.Context, r libchain.Request) error {
+				res, err := e.Add(ctx, r)
+				if err != nil {
+					return err
+				}
+				return types.PrintResult(res, r.Conf.CNIVersion)
+			})
+		},
+		Del:    func(a *skel.CmdArgs) error { return run(a, (*libchain.Engine).Del) },
+		Check:  func(a *skel.CmdArgs) error { return run(a, (*libchain.Engine).Check) },
+		Status: func(a *skel.CmdArgs) error { return run(a, (*libchain.Engine).Status) },
+		GC:     func(a *skel.CmdArgs) error { return run(a, (*libchain.Engine).GC) },
+	}, version.All, about)
+}
+
+// run parses the config, wires the engine to the on-disk store and the real
+// executor, and calls one verb.
+func run(a *skel.CmdArgs, verb func(*libchain.Engine, context.Context, libchain.Request) error) error {
+	conf, err := libchain.ParseConfig(a.StdinData)
+	if err != nil {
+		return err
+	}
+	log, closeLog, err := libchain.NewLogger(conf, os.Stderr)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = closeLog() }()
+	eng := &libchain.Engine{
+		Store: cache.NewDiskStore(afero.NewOsFs(), conf.CacheDir, cache.NewFlockLocker(filepath.Join(conf.CacheDir, "locks"))),
+		Exec:  &libchain.InvokeExecutor{Exec: &libchain.ProcExec{Stderr: os.Stderr}},
+		Log:   log,
+	}
+	req := libchain.Request{Conf: conf, Args: libchain.RuntimeArgs{
+		ContainerID: a.ContainerID, NetNS: a.Netns, IfName: a.IfName, Args: a.Args, Path: a.Path,
+	}}
+	return verb(eng, context.Background(), req)
+}

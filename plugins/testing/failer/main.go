@@ -1,0 +1,41 @@
+// Command failer is a test-only CNI plugin that fails, hangs or misbehaves on
+// demand. Tests place it anywhere in a chain (typically inside a catena
+// delegates list) to exercise error handling, timeouts and rollback.
+//
+// Netconf fields (all optional):
+//
+//	failAdd, failDel, failCheck  bool   fail that verb with errorCode
+//	failStatus                   bool   fail STATUS with code 50 (plugin not available)
+//	errorCode                    uint   code for injected failures (default 100)
+//	faultFile                    string fail* flags apply only while this file exists
+//	hangAdd                      string duration to sleep before answering ADD
+//	waitFile                     string ADD blocks until this file exists (10ms polling)
+//	waitTimeout                  string how long ADD waits for waitFile (default 60s);
+//	                                    on expiry ADD fails with errorCode
+//	delRequiresAdd               bool   ADD records <stateDir>/<containerID>-<ifname>;
+//	                                    DEL fails unless that file exists, then removes it
+//	stateDir                     string directory for delRequiresAdd state (required with it)
+//	logFile                      string append "<VERB> <containerID> <ifname> <netns>\n"
+//	                                    per invocation (empty fields are written as "-")
+//
+// On ADD success failer returns its prevResult converted to its cniVersion,
+// like any chained plugin, or an empty result of its cniVersion when there is
+// no prevResult. Nothing but the result or the CNI error is written to stdout.
+package main
+
+import (
+	"os"
+
+	"github.com/containernetworking/cni/pkg/skel"
+	"github.com/containernetworking/cni/pkg/version"
+)
+
+func main() {
+	skel.PluginMainFuncs(skel.CNIFuncs{
+		Add:    func(args *skel.CmdArgs) error { return cmdAdd(args, os.Stdout) },
+		Del:    cmdDel,
+		Check:  cmdCheck,
+		Status: cmdStatus,
+		GC:     cmdGC,
+	}, version.All, "CNI failer test plugin (catena)")
+}

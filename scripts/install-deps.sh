@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Installs what Catena's tests, demo and bench need on a fresh Debian 12
+# machine, as root. Idempotent: apt runs only when a package is missing, and
+# the Go installs run only when bin/ does not already hold the pinned versions.
+#
+#   bin/cni/   bridge host-local portmap tuning loopback firewall  (CNI_PATH)
+#   bin/       cnitool
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=scripts/versions.env
+. "${repo}/scripts/versions.env"
+
+log() { printf 'install-deps: %s\n' "$*" >&2; }
+
+if [[ $(id -u) -ne 0 ]]; then
+	log "warning: not running as root; apt installs will fail if packages are missing"
+fi
+
+# --- Debian packages ---------------------------------------------------------
+apt_pkgs=(iptables iproute2)
+missing=()
+for p in "${apt_pkgs[@]}"; do
+	status="$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)"
+	if [[ "$status" != "install ok installed" ]]; then
+		missing+=("$p")
+	fi
+done
+if ((${#missing[@]} > 0)); then
+	log "installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update
+	apt-get install -y --no-install-recommends "${missing[@]}"
+else
+	log "apt packages present: ${apt_pkgs[*]}"
+fi
+
+# --- Go toolchain ------------------------------------------------------------
+if ! command -v go >/dev/null 2>&1; then
+	if [[ -x /usr/local/go/bin/go ]]; then
+		export PATH="/usr/local/go/bin:${PATH}"
+	else
+		log "error: go not found in PATH or /usr/local/go/bin"
+		exit 1
+	fi
+fi
+# Use the local toolchain; never try to download another one.
+export GOTOOLCHAIN=local
+
+# --- CNI reference plugins ---------------------------------------------------
+cni_dir="${repo}/bin/cni"
+plugins_stamp="${cni_dir}/.version"
+plugins_want="plugins=${PLUGINS_VERSION}"
+plugin_pkgs=(
+	github.com/containernetworking/plugins/plugins/main/bridge
+	github.com/containernetworking/plugins/plugins/ipam/host-local
+	github.com/containernetworking/plugins/plugins/meta/portmap
+	github.com/containernetworking/plugins/plugins/meta/tuning
+	github.com/containernetworking/plugins/plugins/main/loopback
+	github.com/containernetworking/plugins/plugins/meta/firewall
+)
+
+plugins_ok=1
+if [[ "$(cat "$plugins_stamp" 2>/dev/null || true)" != "$plugins_want" ]]; then
+	plugins_ok=0
+fi
+for pkg in "${plugin_pkgs[@]}"; do
+	[[ -x "${cni_dir}/${pkg##*/}" ]] || plugins_ok=0
+done
+
+if ((plugins_ok)); then
+	log "CNI plugins ${PLUGINS_VERSION} already in ${cni_dir}"
+else
+	log "installing CNI plugins ${PLUGINS_VERSION} into ${cni_dir}"
+	mkdir -p "$cni_dir"
+	rm -f "$plugins_stamp"
+	installs=()
+	for pkg in "${plugin_pkgs[@]}"; do
+		installs+=("${pkg}@${PLUGINS_VERSION}")
+	done
+	# Run outside the repo so its go.mod plays no part in the install.
+	(cd / && GOBIN="$cni_dir" go install -trimpath -ldflags='-s -w' "${installs[@]}")
+	printf '%s\n' "$plugins_want" >"${plugins_stamp}.tmp"
+	mv -f "${plugins_stamp}.tmp" "$plugins_stamp"
+fi
+
+# --- cnitool -----------------------------------------------------------------
+bin_dir="${repo}/bin"
+cnitool_stamp="${bin_dir}/.cnitool.version"
+cnitool_want="cni=${CNI_VERSION}"
+if [[ -x "${bin_dir}/cnitool" && "$(cat "$cnitool_stamp" 2>/dev/null || true)" == "$cnitool_want" ]]; then
+	log "cnitool ${CNI_VERSION} already in ${bin_dir}"
+else
+	log "installing cnitool ${CNI_VERSION} into ${bin_dir}"
+	mkdir -p "$bin_dir"
+	rm -f "$cnitool_stamp"
+	(cd / && GOBIN="$bin_dir" go install -trimpath -ldflags='-s -w' "github.com/containernetworking/cni/cnitool@${CNI_VERSION}")
+	printf '%s\n' "$cnitool_want" >"${cnitool_stamp}.tmp"
+	mv -f "${cnitool_stamp}.tmp" "$cnitool_stamp"
+fi
+
+log "done"
