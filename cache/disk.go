@@ -28,8 +28,8 @@ const (
 	maxRecordSize = 16 << 20
 )
 
-// DiskStore is the durable Store: one self-checking file per attachment,
-// replaced atomically and durably on every Save. It embeds the Locker that
+// DiskStore is the durable Store: one file per attachment, a short journal
+// of self-checking snapshots (journal.go). It embeds the Locker that
 // serialises the attachments.
 type DiskStore struct {
 	Locker
@@ -114,7 +114,7 @@ func (s *DiskStore) Load(key Key) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec, err := Decode(data)
+	rec, err := decodeJournal(data)
 	if err != nil {
 		return nil, fmt.Errorf("load record %s from %s: %w", key, path, err)
 	}
@@ -154,9 +154,10 @@ func (s *DiskStore) readRecord(key Key, path string) ([]byte, error) {
 	return data, nil
 }
 
-// Save sets rec.Updated (and rec.Schema) and durably replaces the record.
-// The common path, the network dir existing, costs one lstat and one durable
-// replace.
+// Save sets rec.Updated (and rec.Schema) and durably writes the record: the
+// first write creates it by a durable replace, later ones append to its
+// journal (see journal.go). The common path costs one lstat, one append and
+// one fdatasync.
 func (s *DiskStore) Save(rec *Record) error {
 	if rec == nil {
 		return errors.New("save record: nil record")
@@ -179,7 +180,7 @@ func (s *DiskStore) Save(rec *Record) error {
 	if err != nil {
 		return fmt.Errorf("save: %w", err)
 	}
-	if err := writeFileDurable(s.fs, s.recordPath(key), data); err != nil {
+	if err := saveEntry(s.fs, s.recordPath(key), data); err != nil {
 		return fmt.Errorf("save record %s: %w", key, err)
 	}
 	return nil

@@ -16,17 +16,9 @@ import (
 // Durability primitives, in the style of etcd's client/pkg/fileutil but on
 // afero so that the store can be tested on an in-memory filesystem.
 //
-// Every record is its own file, durably replaced on each write (temp file,
-// fsync, rename, fsync of the directory). An append-only journal was
-// considered and measured (BenchmarkSaveReplace vs BenchmarkAppendFdatasync,
-// ~2 KB record, on this project's ext4 root and on tmpfs):
-//
-//	BENCHMARK_FIGURES
-//
-// Replace is kept: BENCHMARK_VERDICT. A replaced file is always one
-// complete, self-checking record, needs no replay, compaction or torn-tail
-// recovery, and one attachment's record never shares a file (or a lock) with
-// another's.
+// writeFileDurable creates records and compacts their journals; the
+// measurement that chose append-with-fdatasync for the other writes is in
+// journal.go.
 
 const (
 	dirPerm  = 0o700

@@ -170,15 +170,18 @@ func iptablesMentions(t *testing.T, container string) int {
 	return strings.Count(out, container)
 }
 
-// readRecord decodes a record file's envelope into a generic map.
+// readRecord decodes a record file as catena's store does (the newest
+// journal entry that verifies) and returns it as a generic map.
 func readRecord(t *testing.T, path string) map[string]any {
 	t.Helper()
 	raw, err := os.ReadFile(path)
 	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	require.NotEmpty(t, lines)
 	var env struct {
 		Record map[string]any `json:"record"`
 	}
-	require.NoError(t, json.Unmarshal(raw, &env))
+	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &env))
 	return env.Record
 }
 

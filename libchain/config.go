@@ -32,6 +32,7 @@ type NetConf struct {
 	CacheDir        string
 	LockTimeout     time.Duration
 	DelegateTimeout time.Duration
+	SlowThreshold   time.Duration
 	LogFile         string
 	LogLevel        string
 	// RuntimeConfig is what the runtime injected for Catena's capabilities.
@@ -68,6 +69,7 @@ type rawConf struct {
 	CacheDir         string                     `json:"cacheDir"`
 	LockTimeout      string                     `json:"lockTimeout"`
 	DelegateTimeout  string                     `json:"delegateTimeout"`
+	SlowThreshold    string                     `json:"slowThreshold"`
 	LogFile          string                     `json:"logFile"`
 	LogLevel         string                     `json:"logLevel"`
 	RuntimeConfig    map[string]json.RawMessage `json:"runtimeConfig"`
@@ -118,6 +120,9 @@ func ParseConfig(data []byte) (*NetConf, error) {
 		return nil, err
 	}
 	if conf.DelegateTimeout, err = parseDuration("delegateTimeout", raw.DelegateTimeout, DefaultDelegateTimeout); err != nil {
+		return nil, err
+	}
+	if conf.SlowThreshold, err = parseDuration("slowThreshold", raw.SlowThreshold, DefaultSlowThreshold); err != nil {
 		return nil, err
 	}
 	if len(raw.Delegates) == 0 {

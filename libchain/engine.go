@@ -22,6 +22,9 @@ type Engine struct {
 	Log *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// OnOp, if set, receives the summary of every operation (the event
+	// journal), after it is logged.
+	OnOp func(Op)
 }
 
 // Request is one CNI invocation of Catena.
@@ -62,7 +65,9 @@ func validKey(req Request) (cache.Key, error) {
 func (e *Engine) lock(ctx context.Context, req Request, key cache.Key, verb string) (func(), error) {
 	lctx, cancel := context.WithTimeout(ctx, req.Conf.LockTimeout)
 	defer cancel()
-	u, err := e.Store.Lock(lctx, key, cache.Holder{PID: os.Getpid(), Verb: verb, Since: e.now()})
+	start := e.now()
+	u, err := e.Store.Lock(lctx, key, cache.Holder{PID: os.Getpid(), Verb: verb, Since: start})
+	traceOf(ctx).lockWaited(e.now().Sub(start))
 	if err != nil {
 		if errors.Is(err, cache.ErrLocked) {
 			return nil, cniError(types.ErrTryAgainLater, "%s %s: %w", verb, key, err)
@@ -78,7 +83,13 @@ func (e *Engine) lock(ctx context.Context, req Request, key cache.Key, verb stri
 
 // Add runs the chain's ADD, recording every step durably. On failure it rolls
 // back, in reverse, everything that succeeded.
-func (e *Engine) Add(ctx context.Context, req Request) (types.Result, error) {
+func (e *Engine) Add(ctx context.Context, req Request) (res types.Result, err error) {
+	ctx, t := e.begin(ctx, "ADD", req.Key())
+	defer func() { e.finish(t, req.Conf.SlowThreshold, err) }()
+	return e.add(ctx, req)
+}
+
+func (e *Engine) add(ctx context.Context, req Request) (types.Result, error) {
 	key, err := validKey(req)
 	if err != nil {
 		return nil, err
@@ -141,7 +152,9 @@ func (e *Engine) Add(ctx context.Context, req Request) (types.Result, error) {
 func (e *Engine) callAdd(ctx context.Context, req Request, s *cache.Step, stdin []byte) (json.RawMessage, error) {
 	dctx, cancel := context.WithTimeout(ctx, req.Conf.DelegateTimeout)
 	defer cancel()
+	start := e.now()
 	res, err := e.Exec.Add(dctx, Call{Verb: "ADD", Type: s.Type, Config: stdin, Args: req.Args})
+	traceOf(ctx).call(s.Index, s.Type, "ADD", e.now().Sub(start), err)
 	if err != nil {
 		if isTimeout(err) && dctx.Err() != nil && ctx.Err() == nil {
 			err = fmt.Errorf("timed out after %s (delegateTimeout), outcome unknown: %w", req.Conf.DelegateTimeout, err)
@@ -200,7 +213,7 @@ func (e *Engine) clearEarlier(ctx context.Context, req Request, key cache.Key) e
 		"attachment", key.String(), "phase", string(rec.Phase))
 	args := req.Args
 	args.NetNS = rec.NetNS // the earlier attempt's netns
-	if err := e.teardown(ctx, req.Conf, rec, args); err != nil {
+	if err := e.teardown(ctx, req.Conf, rec, args, false); err != nil {
 		return cniErrorCode(types.ErrTryAgainLater, "ADD %s: an earlier attempt still holds resources that could not be torn down: %w", key, err)
 	}
 	return nil
@@ -211,7 +224,8 @@ func (e *Engine) clearEarlier(ctx context.Context, req Request, key cache.Key) e
 func (e *Engine) rollback(ctx context.Context, req Request, rec *cache.Record, cause error, def uint) error {
 	rec.AddError = msgOf(cause)
 	code := codeOf(cause, def)
-	if err := e.teardown(ctx, req.Conf, rec, req.Args); err != nil {
+	traceOf(ctx).rolledBack()
+	if err := e.teardown(ctx, req.Conf, rec, req.Args, true); err != nil {
 		return types.NewError(code, fmt.Sprintf("catena: ADD %s: %s; rollback incomplete, still held and recorded for the next DEL: %s",
 			rec.Key, msgOf(cause), msgOf(err)), "")
 	}

@@ -13,7 +13,13 @@ import (
 
 // Del tears down what the attachment's record says is held, in reverse, with
 // the config cached at ADD. No record: success, nothing invoked.
-func (e *Engine) Del(ctx context.Context, req Request) error {
+func (e *Engine) Del(ctx context.Context, req Request) (err error) {
+	ctx, t := e.begin(ctx, "DEL", req.Key())
+	defer func() { e.finish(t, req.Conf.SlowThreshold, err) }()
+	return e.del(ctx, req)
+}
+
+func (e *Engine) del(ctx context.Context, req Request) error {
 	key, err := validKey(req)
 	if err != nil {
 		return err
@@ -34,7 +40,7 @@ func (e *Engine) Del(ctx context.Context, req Request) error {
 	case err != nil:
 		return cniError(types.ErrIOFailure, "DEL %s: reading record: %w", key, err)
 	}
-	if err := e.teardown(ctx, req.Conf, rec, req.Args); err != nil {
+	if err := e.teardown(ctx, req.Conf, rec, req.Args, false); err != nil {
 		return cniErrorCode(types.ErrTryAgainLater, "DEL %s: %w; still held and recorded, retry DEL", key, err)
 	}
 	return nil
@@ -49,7 +55,14 @@ func (e *Engine) Del(ctx context.Context, req Request) error {
 //
 // Teardown does not stop when the caller's context ends: each DEL has its
 // own delegateTimeout, so a rollback is never skipped for lack of time.
-func (e *Engine) teardown(ctx context.Context, conf *NetConf, rec *cache.Record, args RuntimeArgs) error {
+//
+// recordEach saves the record after every successful step (a rollback does,
+// so that its progress can be inspected). A DEL does not: it saves only when
+// a step fails, and otherwise removes the record at the end. That is safe
+// because a record that still says "added" for a step already torn down only
+// makes the next DEL repeat that delegate's DEL, which the spec requires to
+// succeed on missing state; it saves n-1 durable writes per DEL.
+func (e *Engine) teardown(ctx context.Context, conf *NetConf, rec *cache.Record, args RuntimeArgs, recordEach bool) error {
 	ctx = context.WithoutCancel(ctx)
 	rec.Phase = cache.PhaseTearingDown
 	rec.TeardownAttempts++
@@ -77,7 +90,7 @@ func (e *Engine) teardown(ctx context.Context, conf *NetConf, rec *cache.Record,
 				"attachment", rec.Key.String(), "delegate", stepName(s), "state", "best-effort", "error", err)
 		}
 		s.State = cache.StepDeleted
-		if heldBefore(rec, i) {
+		if recordEach && heldBefore(rec, i) {
 			// Record the step; the last one is recorded by the removal.
 			// A failed save is not fatal: the disk then still says
 			// "held", and a later DEL repeats an idempotent DEL.
@@ -99,7 +112,10 @@ func (e *Engine) callDel(ctx context.Context, conf *NetConf, s *cache.Step, late
 	}
 	dctx, cancel := context.WithTimeout(ctx, conf.DelegateTimeout)
 	defer cancel()
-	if err := e.Exec.Run(dctx, Call{Verb: "DEL", Type: s.Type, Config: stdin, Args: args}); err != nil {
+	start := e.now()
+	err = e.Exec.Run(dctx, Call{Verb: "DEL", Type: s.Type, Config: stdin, Args: args})
+	traceOf(ctx).call(s.Index, s.Type, "DEL", e.now().Sub(start), err)
+	if err != nil {
 		return &delegateError{Verb: "DEL", Delegate: stepName(s), Err: err}
 	}
 	return nil
@@ -142,7 +158,9 @@ func (e *Engine) recoverCorrupt(ctx context.Context, req Request, key cache.Key,
 		}
 		if err == nil {
 			dctx, cancel := context.WithTimeout(ctx, req.Conf.DelegateTimeout)
+			start := e.now()
 			err = e.Exec.Run(dctx, Call{Verb: "DEL", Type: d.Type, Config: stdin, Args: req.Args})
+			traceOf(ctx).call(d.Index, d.Type, "DEL", e.now().Sub(start), err)
 			cancel()
 		}
 		if err != nil {

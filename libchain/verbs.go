@@ -13,7 +13,13 @@ import (
 
 // Check forwards CHECK to the delegates in order, each with its cached config
 // and the cached final result. It is an error if there is no complete record.
-func (e *Engine) Check(ctx context.Context, req Request) error {
+func (e *Engine) Check(ctx context.Context, req Request) (err error) {
+	ctx, t := e.begin(ctx, "CHECK", req.Key())
+	defer func() { e.finish(t, req.Conf.SlowThreshold, err) }()
+	return e.check(ctx, req)
+}
+
+func (e *Engine) check(ctx context.Context, req Request) error {
 	key, err := validKey(req)
 	if err != nil {
 		return err
@@ -40,7 +46,9 @@ func (e *Engine) Check(ctx context.Context, req Request) error {
 		stdin, err := withPrevResult(s.Config, s.CNIVersion, rec.Result)
 		if err == nil {
 			dctx, cancel := context.WithTimeout(ctx, req.Conf.DelegateTimeout)
+			start := e.now()
 			err = e.Exec.Run(dctx, Call{Verb: "CHECK", Type: s.Type, Config: stdin, Args: req.Args})
+			traceOf(ctx).call(s.Index, s.Type, "CHECK", e.now().Sub(start), err)
 			cancel()
 		}
 		if err != nil {
@@ -52,7 +60,13 @@ func (e *Engine) Check(ctx context.Context, req Request) error {
 
 // Status forwards STATUS to every delegate that supports CNI 1.1.0 and
 // returns the first unavailability, naming the delegate.
-func (e *Engine) Status(ctx context.Context, req Request) error {
+func (e *Engine) Status(ctx context.Context, req Request) (err error) {
+	ctx, t := e.begin(ctx, "STATUS", cache.Key{})
+	defer func() { e.finish(t, req.Conf.SlowThreshold, err) }()
+	return e.status(ctx, req)
+}
+
+func (e *Engine) status(ctx context.Context, req Request) error {
 	for _, d := range req.Conf.Delegates {
 		if !atLeast(d.CNIVersion, "1.1.0") {
 			continue
@@ -66,7 +80,13 @@ func (e *Engine) Status(ctx context.Context, req Request) error {
 
 // GC forwards GC, with the runtime's valid attachments, to every delegate
 // that supports CNI 1.1.0. It continues past errors and reports them all.
-func (e *Engine) GC(ctx context.Context, req Request) error {
+func (e *Engine) GC(ctx context.Context, req Request) (err error) {
+	ctx, t := e.begin(ctx, "GC", cache.Key{})
+	defer func() { e.finish(t, req.Conf.SlowThreshold, err) }()
+	return e.gc(ctx, req)
+}
+
+func (e *Engine) gc(ctx context.Context, req Request) error {
 	var errs []error
 	for _, d := range req.Conf.Delegates {
 		if !atLeast(d.CNIVersion, "1.1.0") {
@@ -102,7 +122,10 @@ func (e *Engine) runPlain(ctx context.Context, req Request, d Delegate, verb str
 	}
 	dctx, cancel := context.WithTimeout(ctx, req.Conf.DelegateTimeout)
 	defer cancel()
-	if err := e.Exec.Run(dctx, Call{Verb: verb, Type: d.Type, Config: stdin, Args: RuntimeArgs{Path: req.Args.Path}}); err != nil {
+	start := e.now()
+	err = e.Exec.Run(dctx, Call{Verb: verb, Type: d.Type, Config: stdin, Args: RuntimeArgs{Path: req.Args.Path}})
+	traceOf(ctx).call(d.Index, d.Type, verb, e.now().Sub(start), err)
+	if err != nil {
 		return &delegateError{Verb: verb, Delegate: d.String(), Err: err}
 	}
 	return nil

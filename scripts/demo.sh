@@ -41,12 +41,14 @@ cnitool() {
 		"${bin}/cnitool" "$@"
 }
 
+# show_json prints a record file's newest entry: a record is a short journal,
+# one self-checking JSON envelope per line, the newest last.
 show_json() {
+	echo "($(wc -l <"$1") journal entries; the newest:)"
 	if command -v python3 >/dev/null 2>&1; then
-		python3 -m json.tool "$1"
+		tail -n 1 "$1" | python3 -m json.tool
 	else
-		cat "$1"
-		echo
+		tail -n 1 "$1"
 	fi
 }
 

@@ -5,7 +5,8 @@
 //	catena: a conflist whose single entry is catena wrapping the delegates
 //	plain:  a conflist listing the three plugins directly
 //
-// Every iteration runs catena ADD, catena DEL, plain ADD, plain DEL, each in a
+// Every iteration runs catena ADD+DEL and plain ADD+DEL, alternating which
+// goes first, each in a
 // fresh netns created and deleted outside the timed region. It prints median
 // and p95 per variant and verb, and the catena/plain ratio of the medians.
 //
@@ -234,7 +235,13 @@ func (b *bench) run(ctx context.Context) error {
 		b.opts.warmup, b.opts.n)
 	for i := range total {
 		measured := i >= b.opts.warmup
-		for _, v := range b.vars {
+		// Alternate which variant goes first, so that neither always runs
+		// on a cache warmed (or a disk dirtied) by the other.
+		order := b.vars
+		if i%2 == 1 {
+			order = []*variant{b.vars[1], b.vars[0]}
+		}
+		for _, v := range order {
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("interrupted: %w", err)
 			}

@@ -1,0 +1,128 @@
+package libchain
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/catena-cni/catena/cache"
+)
+
+// DefaultSlowThreshold is when an operation is logged as slow, unless the
+// config sets slowThreshold.
+const DefaultSlowThreshold = 10 * time.Second
+
+// Op is the summary of one operation: what was called, how long each call
+// and the lock wait took, and how it ended. The engine logs it as one line
+// and hands it to Engine.OnOp (the event journal) when set.
+type Op struct {
+	Verb       string        `json:"verb"`
+	Attachment string        `json:"attachment,omitempty"`
+	Start      time.Time     `json:"start"`
+	Duration   time.Duration `json:"durationNs"`
+	LockWait   time.Duration `json:"lockWaitNs"`
+	Calls      []OpCall      `json:"calls,omitempty"`
+	Rollback   bool          `json:"rollback,omitempty"`
+	Outcome    string        `json:"outcome"`
+	Error      string        `json:"error,omitempty"`
+}
+
+// OpCall is one delegate invocation within an Op.
+type OpCall struct {
+	Index    int           `json:"index"`
+	Type     string        `json:"type"`
+	Verb     string        `json:"verb"`
+	Duration time.Duration `json:"durationNs"`
+	Error    string        `json:"error,omitempty"`
+}
+
+type opKey struct{}
+
+// opTrace collects an Op while it runs; calls may come from one goroutine
+// at a time, but the mutex keeps that an implementation detail.
+type opTrace struct {
+	mu sync.Mutex
+	op Op
+}
+
+// begin starts the trace of one operation and puts it in the context that
+// the verb's delegate calls receive.
+func (e *Engine) begin(ctx context.Context, verb string, key cache.Key) (context.Context, *opTrace) {
+	t := &opTrace{op: Op{Verb: verb, Start: e.now()}}
+	if key != (cache.Key{}) {
+		t.op.Attachment = key.String()
+	}
+	return context.WithValue(ctx, opKey{}, t), t
+}
+
+func traceOf(ctx context.Context) *opTrace {
+	t, _ := ctx.Value(opKey{}).(*opTrace)
+	return t
+}
+
+// call records one delegate call; a nil trace records nothing.
+func (t *opTrace) call(index int, typ, verb string, d time.Duration, err error) {
+	if t == nil {
+		return
+	}
+	c := OpCall{Index: index, Type: typ, Verb: verb, Duration: d}
+	if err != nil {
+		c.Error = msgOf(err)
+	}
+	t.mu.Lock()
+	t.op.Calls = append(t.op.Calls, c)
+	t.mu.Unlock()
+}
+
+func (t *opTrace) lockWaited(d time.Duration) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	t.op.LockWait = d
+	t.mu.Unlock()
+}
+
+func (t *opTrace) rolledBack() {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	t.op.Rollback = true
+	t.mu.Unlock()
+}
+
+// finish closes the trace with the verb's error, logs the one summary line
+// (a warning past slowThreshold or on failure) and passes the Op on.
+func (e *Engine) finish(t *opTrace, slow time.Duration, err error) {
+	t.mu.Lock()
+	op := t.op
+	op.Calls = append([]OpCall(nil), t.op.Calls...)
+	t.mu.Unlock()
+	op.Duration = e.now().Sub(op.Start)
+	op.Outcome = "ok"
+	if err != nil {
+		op.Outcome, op.Error = "error", msgOf(err)
+	}
+	if slow <= 0 {
+		slow = DefaultSlowThreshold
+	}
+	level := slog.LevelInfo
+	msg := "operation"
+	switch {
+	case err != nil:
+		level = slog.LevelWarn
+		msg = "operation failed"
+	case op.Duration > slow:
+		level = slog.LevelWarn
+		msg = "slow operation"
+	}
+	e.log().Log(context.Background(), level, msg,
+		"verb", op.Verb, "attachment", op.Attachment, "outcome", op.Outcome,
+		"duration", op.Duration, "lockWait", op.LockWait, "rollback", op.Rollback,
+		"delegates", op.Calls, "error", op.Error, "slowThreshold", slow)
+	if e.OnOp != nil {
+		e.OnOp(op)
+	}
+}

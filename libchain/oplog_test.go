@@ -1,0 +1,80 @@
+package libchain
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestOperationSummary(t *testing.T) {
+	tests := []struct {
+		name      string
+		failAdd   string
+		wantOut   string
+		wantCalls []string
+		rollback  bool
+	}{
+		{name: "success", wantOut: "ok", wantCalls: []string{"ADD ipam", "ADD portmap"}},
+		{name: "failure and rollback", failAdd: "portmap", wantOut: "error",
+			wantCalls: []string{"ADD ipam", "ADD portmap", "DEL portmap", "DEL ipam"}, rollback: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness()
+			var logs bytes.Buffer
+			h.eng.Log = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+			var ops []Op
+			h.eng.OnOp = func(op Op) { ops = append(ops, op) }
+			if tc.failAdd != "" {
+				h.exec.set(tc.failAdd, behaviour{failAdd: true})
+			}
+			r := req(chainConf(t, "1.0.0", dIPAM, dPort), "c1")
+			_, err := h.eng.Add(context.Background(), r)
+			require.Equal(t, tc.failAdd != "", err != nil, "err: %v", err)
+
+			require.Len(t, ops, 1)
+			op := ops[0]
+			assert.Equal(t, "ADD", op.Verb)
+			assert.Equal(t, r.Key().String(), op.Attachment)
+			assert.Equal(t, tc.wantOut, op.Outcome)
+			assert.Equal(t, tc.rollback, op.Rollback)
+			var calls []string
+			for _, c := range op.Calls {
+				calls = append(calls, c.Verb+" "+c.Type)
+			}
+			assert.Equal(t, tc.wantCalls, calls)
+
+			lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+			var last map[string]any
+			require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &last))
+			assert.Equal(t, "ADD", last["verb"])
+			assert.Equal(t, tc.wantOut, last["outcome"])
+			assert.Len(t, last["delegates"], len(tc.wantCalls))
+		})
+	}
+}
+
+func TestSlowOperationWarns(t *testing.T) {
+	h := newHarness()
+	var logs bytes.Buffer
+	h.eng.Log = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	h.eng.Now = func() time.Time { clock = clock.Add(time.Second); return clock }
+	conf := chainConf(t, "1.0.0", dIPAM)
+	conf.SlowThreshold = 3 * time.Second
+	_, err := h.eng.Add(context.Background(), req(conf, "c1"))
+	require.NoError(t, err)
+	assert.Contains(t, logs.String(), `"msg":"slow operation"`)
+
+	logs.Reset()
+	conf.SlowThreshold = time.Hour
+	require.NoError(t, h.eng.Del(context.Background(), req(conf, "c1")))
+	assert.Empty(t, logs.String(), "a fast, successful operation logs nothing at warn level")
+}
