@@ -81,6 +81,23 @@ func (e *Engine) lock(ctx context.Context, req Request, key cache.Key, verb stri
 	}, nil
 }
 
+// save durably writes rec, marking the crash points around the write.
+func (e *Engine) save(rec *cache.Record) error {
+	hit("before-write")
+	err := e.Store.Save(rec)
+	hit("after-write")
+	return err
+}
+
+// remove durably removes the record of key, marking the crash points
+// around the removal.
+func (e *Engine) remove(key cache.Key) error {
+	hit("before-remove")
+	err := e.Store.Remove(key)
+	hit("after-remove")
+	return err
+}
+
 // Add runs the chain's ADD, recording every step durably. On failure it rolls
 // back, in reverse, everything that succeeded.
 func (e *Engine) Add(ctx context.Context, req Request) (res types.Result, err error) {
@@ -113,7 +130,7 @@ func (e *Engine) add(ctx context.Context, req Request) (types.Result, error) {
 		s.State, s.Started = cache.StepStarting, e.now()
 		// This save also carries the previous step's result: n delegates
 		// cost n+1 durable writes.
-		if err := e.Store.Save(rec); err != nil {
+		if err := e.save(rec); err != nil {
 			s.State = cache.StepPending // never invoked
 			return nil, e.rollback(ctx, req, rec, fmt.Errorf("recording %s starting: %w", stepName(s), err), types.ErrIOFailure)
 		}
@@ -141,7 +158,7 @@ func (e *Engine) add(ctx context.Context, req Request) (types.Result, error) {
 		return nil, e.rollback(ctx, req, rec, fmt.Errorf("final result: %w", err), types.ErrIncompatibleCNIVersion)
 	}
 	rec.Phase, rec.Result = cache.PhaseComplete, final
-	if err := e.Store.Save(rec); err != nil {
+	if err := e.save(rec); err != nil {
 		return nil, e.rollback(ctx, req, rec, fmt.Errorf("recording completion: %w", err), types.ErrIOFailure)
 	}
 	return decodeResult(final)

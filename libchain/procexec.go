@@ -53,7 +53,11 @@ func (e *ProcExec) ExecPlugin(ctx context.Context, pluginPath string, stdinData 
 			return syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
 		}
 		c.WaitDelay = time.Second
-		err := c.Run()
+		err := c.Start()
+		if err == nil {
+			hit(runningPoint(environ))
+			err = c.Wait()
+		}
 		if err == nil {
 			break
 		}
@@ -71,6 +75,19 @@ func (e *ProcExec) ExecPlugin(ctx context.Context, pluginPath string, stdinData 
 		_, _ = stderr.WriteTo(e.Stderr)
 	}
 	return stdout.Bytes(), nil
+}
+
+// runningPoint names the crash point of a running delegate by its verb.
+func runningPoint(environ []string) string {
+	for _, kv := range environ {
+		switch kv {
+		case "CNI_COMMAND=ADD":
+			return "add-running"
+		case "CNI_COMMAND=DEL":
+			return "del-running"
+		}
+	}
+	return ""
 }
 
 func pluginErr(err error, stdout, stderr []byte) error {

@@ -73,12 +73,13 @@ func (e *Engine) teardown(ctx context.Context, conf *NetConf, rec *cache.Record,
 			continue
 		}
 		required := s.Required()
+		hit("teardown-step")
 		err := e.callDel(ctx, conf, s, latest, args)
 		s.DelAttempts++
 		if err != nil && required {
 			s.State, s.DelError = cache.StepDelFailed, msgOf(err)
 			rec.Phase, rec.LastError = cache.PhaseNeedsTeardown, err.Error()
-			if serr := e.Store.Save(rec); serr != nil {
+			if serr := e.save(rec); serr != nil {
 				return errors.Join(err, fmt.Errorf("recording the failed DEL: %w", serr))
 			}
 			return err
@@ -94,12 +95,12 @@ func (e *Engine) teardown(ctx context.Context, conf *NetConf, rec *cache.Record,
 			// Record the step; the last one is recorded by the removal.
 			// A failed save is not fatal: the disk then still says
 			// "held", and a later DEL repeats an idempotent DEL.
-			if serr := e.Store.Save(rec); serr != nil {
+			if serr := e.save(rec); serr != nil {
 				e.log().Error("recording teardown step", "attachment", rec.Key.String(), "delegate", stepName(s), "error", serr)
 			}
 		}
 	}
-	if err := e.Store.Remove(rec.Key); err != nil {
+	if err := e.remove(rec.Key); err != nil {
 		return fmt.Errorf("everything was torn down but the record could not be removed: %w", err)
 	}
 	return nil
