@@ -23,6 +23,7 @@ const (
 	DefaultCacheDir        = "/var/lib/cni/catena"
 	DefaultLockTimeout     = 30 * time.Second
 	DefaultDelegateTimeout = 60 * time.Second
+	DefaultGCGracePeriod   = 2 * time.Minute
 )
 
 // NetConf is Catena's own network configuration.
@@ -33,8 +34,13 @@ type NetConf struct {
 	LockTimeout     time.Duration
 	DelegateTimeout time.Duration
 	SlowThreshold   time.Duration
-	LogFile         string
-	LogLevel        string
+	// GCGracePeriod protects records younger than this from GC, so that an
+	// ADD begun after the runtime computed its valid list is never reclaimed.
+	GCGracePeriod time.Duration
+	// DisableGC makes GC a no-op for Catena's records and its delegates.
+	DisableGC bool
+	LogFile   string
+	LogLevel  string
 	// RuntimeConfig is what the runtime injected for Catena's capabilities.
 	RuntimeConfig map[string]json.RawMessage
 	// PrevResult is the raw prevResult Catena received, if any.
@@ -70,6 +76,8 @@ type rawConf struct {
 	LockTimeout      string                     `json:"lockTimeout"`
 	DelegateTimeout  string                     `json:"delegateTimeout"`
 	SlowThreshold    string                     `json:"slowThreshold"`
+	GCGracePeriod    string                     `json:"gcGracePeriod"`
+	DisableGC        bool                       `json:"disableGC"`
 	LogFile          string                     `json:"logFile"`
 	LogLevel         string                     `json:"logLevel"`
 	RuntimeConfig    map[string]json.RawMessage `json:"runtimeConfig"`
@@ -125,6 +133,10 @@ func ParseConfig(data []byte) (*NetConf, error) {
 	if conf.SlowThreshold, err = parseDuration("slowThreshold", raw.SlowThreshold, DefaultSlowThreshold); err != nil {
 		return nil, err
 	}
+	if conf.GCGracePeriod, err = parseDuration("gcGracePeriod", raw.GCGracePeriod, DefaultGCGracePeriod); err != nil {
+		return nil, err
+	}
+	conf.DisableGC = raw.DisableGC
 	if len(raw.Delegates) == 0 {
 		return nil, configError("delegates", "missing or empty: catena needs at least one delegate")
 	}

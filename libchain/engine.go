@@ -74,11 +74,27 @@ func (e *Engine) lock(ctx context.Context, req Request, key cache.Key, verb stri
 		}
 		return nil, cniError(types.ErrIOFailure, "%s %s: taking lock: %w", verb, key, err)
 	}
+	return e.releaser(u, key), nil
+}
+
+// tryLock takes key's lock without waiting, or fails wrapping
+// cache.ErrLocked; the returned func releases it.
+func (e *Engine) tryLock(key cache.Key, verb string) (func(), error) {
+	u, err := e.Store.TryLock(key, cache.Holder{PID: os.Getpid(), Verb: verb, Since: e.now()})
+	if err != nil {
+		return nil, err
+	}
+	return e.releaser(u, key), nil
+}
+
+// releaser returns the func that releases a lock, logging a failure: the
+// operation's outcome is already decided by then.
+func (e *Engine) releaser(u cache.Unlocker, key cache.Key) func() {
 	return func() {
 		if err := u.Unlock(); err != nil {
 			e.log().Error("releasing attachment lock", "attachment", key.String(), "error", err)
 		}
-	}, nil
+	}
 }
 
 // save durably writes rec, marking the crash points around the write.
@@ -103,7 +119,13 @@ func (e *Engine) remove(key cache.Key) error {
 func (e *Engine) Add(ctx context.Context, req Request) (res types.Result, err error) {
 	ctx, t := e.begin(ctx, "ADD", req.Key())
 	defer func() { e.finish(t, req.Conf.SlowThreshold, err) }()
-	return e.add(ctx, req)
+	res, err = e.add(ctx, req)
+	if err == nil {
+		// After this ADD's own lock is released: another attachment's
+		// teardown never runs under it.
+		e.retryPending(ctx, req)
+	}
+	return res, err
 }
 
 func (e *Engine) add(ctx context.Context, req Request) (types.Result, error) {

@@ -19,6 +19,7 @@ import (
 // behaviour tells the fake executor how one delegate type answers.
 type behaviour struct {
 	failAdd, failDel, failCheck, failStatus bool
+	failGC                                  bool
 	hangAdd                                 bool // block until the ctx ends
 	code                                    uint // error code, default 100
 }
@@ -26,6 +27,7 @@ type behaviour struct {
 // call is what the fake executor saw.
 type call struct {
 	Verb, Type, NetNS string
+	ContainerID       string
 	Config            map[string]any
 }
 
@@ -61,7 +63,7 @@ func (f *fakeExec) record(c Call) (call, behaviour, error) {
 	if err := json.Unmarshal(c.Config, &conf); err != nil {
 		return call{}, behaviour{}, fmt.Errorf("fake: bad stdin: %w", err)
 	}
-	cl := call{Verb: c.Verb, Type: c.Type, NetNS: c.Args.NetNS, Config: conf}
+	cl := call{Verb: c.Verb, Type: c.Type, NetNS: c.Args.NetNS, ContainerID: c.Args.ContainerID, Config: conf}
 	f.calls = append(f.calls, cl)
 	return cl, f.by[c.Type], nil
 }
@@ -108,7 +110,7 @@ func (f *fakeExec) Run(ctx context.Context, c Call) error {
 		return err
 	}
 	switch {
-	case c.Verb == "DEL" && b.failDel, c.Verb == "CHECK" && b.failCheck:
+	case c.Verb == "DEL" && b.failDel, c.Verb == "CHECK" && b.failCheck, c.Verb == "GC" && b.failGC:
 		return b.err(c.Verb, c.Type)
 	case c.Verb == "STATUS" && b.failStatus:
 		return types.NewError(types.ErrPluginNotAvailable, c.Type+" is not ready", "")

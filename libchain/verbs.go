@@ -58,8 +58,9 @@ func (e *Engine) check(ctx context.Context, req Request) error {
 	return nil
 }
 
-// Status forwards STATUS to every delegate that supports CNI 1.1.0 and
-// returns the first unavailability, naming the delegate.
+// Status reports Catena's own health (its cache dir must take a record),
+// then forwards STATUS to every delegate that supports CNI 1.1.0 and returns
+// the first unavailability, naming the delegate.
 func (e *Engine) Status(ctx context.Context, req Request) (err error) {
 	ctx, t := e.begin(ctx, "STATUS", cache.Key{})
 	defer func() { e.finish(t, req.Conf.SlowThreshold, err) }()
@@ -67,6 +68,11 @@ func (e *Engine) Status(ctx context.Context, req Request) (err error) {
 }
 
 func (e *Engine) status(ctx context.Context, req Request) error {
+	if p, ok := e.Store.(cache.Prober); ok {
+		if err := p.Probe(); err != nil {
+			return cniErrorCode(types.ErrPluginNotAvailable, "STATUS of network %q: catena cannot record attachments: %w", req.Conf.Name, err)
+		}
+	}
 	for _, d := range req.Conf.Delegates {
 		if !atLeast(d.CNIVersion, "1.1.0") {
 			continue
@@ -78,32 +84,26 @@ func (e *Engine) status(ctx context.Context, req Request) error {
 	return nil
 }
 
-// GC forwards GC, with the runtime's valid attachments, to every delegate
-// that supports CNI 1.1.0. It continues past errors and reports them all.
+// GC tears down Catena's records that the runtime's
+// cni.dev/valid-attachments no longer lists, then forwards GC to the
+// delegates (see CollectGarbage). It continues past errors and reports them
+// all.
 func (e *Engine) GC(ctx context.Context, req Request) (err error) {
 	ctx, t := e.begin(ctx, "GC", cache.Key{})
 	defer func() { e.finish(t, req.Conf.SlowThreshold, err) }()
-	return e.gc(ctx, req)
-}
-
-func (e *Engine) gc(ctx context.Context, req Request) error {
-	var errs []error
-	for _, d := range req.Conf.Delegates {
-		if !atLeast(d.CNIVersion, "1.1.0") {
-			continue
-		}
-		extra := map[string]json.RawMessage{}
-		if len(req.Conf.ValidAttachments) > 0 {
-			extra["cni.dev/valid-attachments"] = req.Conf.ValidAttachments
-		}
-		if err := e.runPlain(ctx, req, d, "GC", extra); err != nil {
-			errs = append(errs, err)
-		}
+	if req.Conf.DisableGC {
+		e.log().Info("GC disabled by disableGC", "network", req.Conf.Name)
+		return nil
 	}
-	if len(errs) > 0 {
-		return cniError(types.ErrInternal, "GC of network %q: %w", req.Conf.Name, errors.Join(errs...))
+	valid, err := parseValid(req.Conf.ValidAttachments)
+	if err != nil {
+		return err
 	}
-	return nil
+	rep, err := e.CollectGarbage(ctx, req, GCOptions{Valid: valid})
+	if rep != nil && len(rep.TornDown)+len(rep.Skipped) > 0 {
+		e.log().Info("GC", "network", req.Conf.Name, "tornDown", rep.TornDown, "skipped", rep.Skipped)
+	}
+	return err
 }
 
 // runPlain invokes a verb that needs no attachment with the delegate's

@@ -49,10 +49,16 @@ func run(a *skel.CmdArgs, verb func(*libchain.Engine, context.Context, libchain.
 		return err
 	}
 	defer func() { _ = closeLog() }()
+	events := &libchain.EventJournal{CacheDir: conf.CacheDir}
 	eng := &libchain.Engine{
 		Store: cache.NewDiskStore(afero.NewOsFs(), conf.CacheDir, cache.NewFlockLocker(filepath.Join(conf.CacheDir, "locks"))),
 		Exec:  &libchain.InvokeExecutor{Exec: &libchain.ProcExec{Stderr: os.Stderr}},
 		Log:   log,
+		OnOp: func(op libchain.Op) {
+			if err := events.Append(op); err != nil {
+				log.Warn("event journal", "error", err)
+			}
+		},
 	}
 	req := libchain.Request{Conf: conf, Args: libchain.RuntimeArgs{
 		ContainerID: a.ContainerID, NetNS: a.Netns, IfName: a.IfName, Args: a.Args, Path: a.Path,

@@ -1,0 +1,78 @@
+package libchain
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+)
+
+// maxConfSize bounds what LoadConfFile reads.
+const maxConfSize = 1 << 20
+
+// LoadConfFile reads Catena's config from a network config file, for tools
+// such as catenactl: either a single plugin config (.conf) whose type is
+// catena, or a conflist (.conflist) with a catena entry, which inherits the
+// list's name and cniVersion as a runtime would pass them.
+func LoadConfFile(path string) (*NetConf, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open network config: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxConfSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(data) > maxConfSize {
+		return nil, fmt.Errorf("read %s: larger than %d bytes", path, maxConfSize)
+	}
+	conf, err := CatenaConf(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return conf, nil
+}
+
+// CatenaConf parses Catena's config out of a plugin config or a conflist.
+func CatenaConf(data []byte) (*NetConf, error) {
+	var head struct {
+		Name       string            `json:"name"`
+		CNIVersion string            `json:"cniVersion"`
+		Type       string            `json:"type"`
+		Plugins    []json.RawMessage `json:"plugins"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return nil, fmt.Errorf("not a network config: %w", err)
+	}
+	if head.Plugins == nil {
+		if head.Type != "catena" {
+			return nil, fmt.Errorf("type is %q, not catena", head.Type)
+		}
+		return ParseConfig(data)
+	}
+	for i, p := range head.Plugins {
+		var entry map[string]json.RawMessage
+		if err := json.Unmarshal(p, &entry); err != nil {
+			return nil, fmt.Errorf("plugins[%d]: not a JSON object", i)
+		}
+		var typ string
+		if t, ok := entry["type"]; !ok || json.Unmarshal(t, &typ) != nil || typ != "catena" {
+			continue
+		}
+		var err error
+		if entry["name"], err = json.Marshal(head.Name); err != nil {
+			return nil, fmt.Errorf("plugins[%d]: %w", i, err)
+		}
+		if entry["cniVersion"], err = json.Marshal(head.CNIVersion); err != nil {
+			return nil, fmt.Errorf("plugins[%d]: %w", i, err)
+		}
+		inj, err := json.Marshal(entry)
+		if err != nil {
+			return nil, fmt.Errorf("plugins[%d]: %w", i, err)
+		}
+		return ParseConfig(inj)
+	}
+	return nil, fmt.Errorf("conflist %q has no catena entry", head.Name)
+}

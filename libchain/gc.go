@@ -1,0 +1,229 @@
+package libchain
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/catena-cni/catena/cache"
+)
+
+// Attachment is one entry of cni.dev/valid-attachments.
+type Attachment struct {
+	ContainerID string `json:"containerID"`
+	IfName      string `json:"ifname"`
+}
+
+// GCOptions says what CollectGarbage may reclaim.
+type GCOptions struct {
+	// Valid is the runtime's list of live attachments on this network.
+	Valid []Attachment
+	// StaleNetNS replaces the valid list (for catenactl, without a
+	// runtime): a record is stale only if its netns path is gone, it is
+	// older than the grace period and its lock is free. Delegates are then
+	// never asked to GC.
+	StaleNetNS bool
+	// GracePeriod overrides the config's gcGracePeriod when positive.
+	GracePeriod time.Duration
+	// DryRun reports what would be torn down and changes nothing.
+	DryRun bool
+	// SkipDelegates does not forward GC to the delegates.
+	SkipDelegates bool
+}
+
+// GCSkip is a record GC (or repair) left alone, and why.
+type GCSkip struct {
+	Key    cache.Key `json:"key"`
+	Reason string    `json:"reason"`
+}
+
+// GCReport is what CollectGarbage did.
+type GCReport struct {
+	TornDown      []cache.Key `json:"tornDown"`
+	WouldTearDown []cache.Key `json:"wouldTearDown,omitempty"`
+	Skipped       []GCSkip    `json:"skipped"`
+	Errors        []string    `json:"errors"`
+	// KeptAlive is what the delegates were told is valid on top of the
+	// runtime's list: attachments Catena still tracks.
+	KeptAlive []Attachment `json:"keptAlive,omitempty"`
+}
+
+// CollectGarbage tears down Catena's records on req's network that are not
+// valid, then forwards GC to the delegates with a widened valid list.
+//
+// In-flight safety: the time and the valid list are fixed before any record
+// is read; a record whose lock is held (an operation is running) or that is
+// younger than the grace period is skipped. A record that needs teardown (a
+// failed rollback or DEL, or an operation that died) is retried even when
+// listed as valid: its teardown was already decided, and no complete ADD
+// stands behind it. A listed, complete attachment is never touched.
+//
+// The delegates get the runtime's list plus every attachment Catena keeps
+// alive (skipped, or still needing teardown), so that a delegate's own GC
+// never reclaims what Catena still tracks, even if the runtime breaks the
+// spec's rule of no GC during ADD or DEL.
+func (e *Engine) CollectGarbage(ctx context.Context, req Request, opts GCOptions) (*GCReport, error) {
+	now := e.now()
+	valid := make(map[Attachment]bool, len(opts.Valid))
+	for _, a := range opts.Valid {
+		valid[a] = true
+	}
+	grace := opts.GracePeriod
+	if grace <= 0 {
+		grace = req.Conf.GCGracePeriod
+	}
+	rep := &GCReport{TornDown: []cache.Key{}, Skipped: []GCSkip{}, Errors: []string{}}
+	if req.Conf.DisableGC {
+		return rep, nil
+	}
+	keys, err := e.Store.List()
+	if err != nil {
+		return rep, cniError(types.ErrIOFailure, "GC of network %q: listing records: %w", req.Conf.Name, err)
+	}
+	for _, key := range keys {
+		if key.Network != req.Conf.Name {
+			continue
+		}
+		e.collectOne(ctx, req, key, now, grace, valid, opts, rep)
+	}
+	if opts.StaleNetNS || opts.SkipDelegates || opts.DryRun {
+		return rep, reportErr(req, rep)
+	}
+	widened := append([]Attachment{}, opts.Valid...)
+	for _, a := range rep.KeptAlive {
+		if !valid[a] {
+			widened = append(widened, a)
+		}
+	}
+	if err := e.forwardGC(ctx, req, widened); err != nil {
+		rep.Errors = append(rep.Errors, msgOf(err))
+	}
+	return rep, reportErr(req, rep)
+}
+
+func reportErr(req Request, rep *GCReport) error {
+	if len(rep.Errors) == 0 {
+		return nil
+	}
+	errs := make([]error, len(rep.Errors))
+	for i, m := range rep.Errors {
+		errs[i] = errors.New(m)
+	}
+	return cniError(types.ErrInternal, "GC of network %q: %w", req.Conf.Name, errors.Join(errs...))
+}
+
+// collectOne decides on one record under its lock, taken without waiting.
+func (e *Engine) collectOne(ctx context.Context, req Request, key cache.Key, now time.Time, grace time.Duration,
+	valid map[Attachment]bool, opts GCOptions, rep *GCReport) {
+	att := Attachment{ContainerID: key.ContainerID, IfName: key.IfName}
+	keep := func(reason string) {
+		rep.Skipped = append(rep.Skipped, GCSkip{Key: key, Reason: reason})
+		rep.KeptAlive = append(rep.KeptAlive, att)
+	}
+	unlock, err := e.tryLock(key, "GC")
+	if err != nil {
+		keep("in flight: " + msgOf(err))
+		return
+	}
+	defer unlock()
+	rec, err := e.Store.Load(key)
+	switch {
+	case errors.Is(err, cache.ErrNotFound):
+		return // deleted meanwhile
+	case err != nil:
+		keep("unreadable record, left for DEL or catenactl repair: " + err.Error())
+		rep.Errors = append(rep.Errors, fmt.Sprintf("%s: %v", key, err))
+		return
+	}
+	if age := now.Sub(rec.Created); age < grace {
+		keep(fmt.Sprintf("younger than the grace period (%s < %s)", age.Round(time.Second), grace))
+		return
+	}
+	dead := needsTeardown(rec)
+	switch {
+	case dead:
+	case opts.StaleNetNS:
+		if rec.NetNS == "" {
+			keep("no netns recorded: staleness cannot be judged")
+			return
+		}
+		if pathExists(rec.NetNS) {
+			keep("netns " + rec.NetNS + " still exists")
+			return
+		}
+	case valid[att]:
+		return // live: never touched, and already in the runtime's list
+	}
+	if opts.DryRun {
+		rep.WouldTearDown = append(rep.WouldTearDown, key)
+		return
+	}
+	if err := e.teardown(ctx, req.Conf, rec, argsFor(rec, req.Args.Path), false); err != nil {
+		rep.Errors = append(rep.Errors, fmt.Sprintf("%s: %s", key, msgOf(err)))
+		rep.KeptAlive = append(rep.KeptAlive, att)
+		return
+	}
+	rep.TornDown = append(rep.TornDown, key)
+}
+
+// needsTeardown reports whether a record, read with its lock free, is left
+// over: a failed rollback or DEL, or an ADD or DEL whose process died (the
+// lock is held for a whole operation, so a free lock means nobody runs it).
+func needsTeardown(rec *cache.Record) bool {
+	return rec.Phase != cache.PhaseComplete
+}
+
+// argsFor rebuilds the runtime arguments of a record's own attachment for a
+// teardown that no runtime asked for: the ADD's netns if it still exists
+// (else none, as in a DEL after the sandbox is gone) and CNI_ARGS.
+func argsFor(rec *cache.Record, path string) RuntimeArgs {
+	a := RuntimeArgs{ContainerID: rec.Key.ContainerID, IfName: rec.Key.IfName, Args: rec.Args, Path: path}
+	if rec.NetNS != "" && pathExists(rec.NetNS) {
+		a.NetNS = rec.NetNS
+	}
+	return a
+}
+
+func pathExists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
+}
+
+// forwardGC sends GC to every delegate that supports CNI 1.1.0, with the
+// given valid list, continuing past errors.
+func (e *Engine) forwardGC(ctx context.Context, req Request, valid []Attachment) error {
+	list, err := json.Marshal(valid)
+	if err != nil {
+		return fmt.Errorf("encoding valid attachments: %w", err)
+	}
+	var errs []error
+	for _, d := range req.Conf.Delegates {
+		if !atLeast(d.CNIVersion, "1.1.0") {
+			continue
+		}
+		extra := map[string]json.RawMessage{"cni.dev/valid-attachments": list}
+		if err := e.runPlain(ctx, req, d, "GC", extra); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// parseValid decodes cni.dev/valid-attachments. A GC without the list is
+// refused: reading its absence as "nothing is valid" would reclaim
+// everything.
+func parseValid(raw json.RawMessage) ([]Attachment, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, configError("cni.dev/valid-attachments", "missing on GC")
+	}
+	var list []Attachment
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, configError("cni.dev/valid-attachments", "not a list of {containerID, ifname}: "+err.Error())
+	}
+	return list, nil
+}
