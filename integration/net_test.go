@@ -144,7 +144,13 @@ func (w *world) hostVeths() []string {
 // sandboxAddrs lists the IPv4 addresses of ifname inside the netns.
 func (w *world) sandboxAddrs(ifname string) []string {
 	w.t.Helper()
-	h, err := netns.GetFromPath(w.netns)
+	return w.sandboxAddrsOf(w.netns, ifname)
+}
+
+// sandboxAddrsOf lists the IPv4 addresses of ifname inside the netns at path.
+func (w *world) sandboxAddrsOf(path, ifname string) []string {
+	w.t.Helper()
+	h, err := netns.GetFromPath(path)
 	require.NoError(w.t, err)
 	defer h.Close()
 	nl, err := netlink.NewHandleAt(h)

@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/containernetworking/cni/pkg/skel"
@@ -167,7 +169,11 @@ func logInvocation(logFile, verb string, args *skel.CmdArgs) error {
 	if logFile == "" {
 		return nil
 	}
-	line := fmt.Sprintf("%s %s %s %s\n", verb, orDash(args.ContainerID), orDash(args.IfName), orDash(args.Netns))
+	return appendLine(logFile, fmt.Sprintf("%s %s %s %s\n", verb, orDash(args.ContainerID), orDash(args.IfName), orDash(args.Netns)))
+}
+
+// appendLine appends one line to logFile with a single write.
+func appendLine(logFile, line string) error {
 	f, err := os.OpenFile(logFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return fmt.Errorf("failer: open logFile: %w", err)
@@ -384,7 +390,24 @@ func cmdStatus(args *skel.CmdArgs) error {
 	return nil
 }
 
+// cmdGC logs, besides the invocation, the valid attachments it was given:
+// "GC-VALID <containerID>/<ifname> ..." (sorted), so that tests can see what
+// a delegate's own GC would keep.
 func cmdGC(args *skel.CmdArgs) error {
-	_, err := load("GC", args)
-	return err
+	conf, err := load("GC", args)
+	if err != nil || conf.LogFile == "" {
+		return err
+	}
+	var in struct {
+		Valid []types.GCAttachment `json:"cni.dev/valid-attachments"`
+	}
+	if err := json.Unmarshal(args.StdinData, &in); err != nil {
+		return types.NewError(types.ErrDecodingFailure, err.Error(), "")
+	}
+	names := make([]string, 0, len(in.Valid))
+	for _, a := range in.Valid {
+		names = append(names, a.ContainerID+"/"+a.IfName)
+	}
+	sort.Strings(names)
+	return appendLine(conf.LogFile, "GC-VALID "+strings.Join(names, " ")+"\n")
 }

@@ -336,6 +336,9 @@ func TestLogFile(t *testing.T) {
 	require.NoError(t, cmdCheck(cmdArgs(stdin)))
 	require.NoError(t, cmdStatus(&skel.CmdArgs{StdinData: stdin}))
 	require.NoError(t, cmdGC(&skel.CmdArgs{StdinData: stdin}))
+	withValid := conf(t, "1.1.0", map[string]any{"logFile": logFile,
+		"cni.dev/valid-attachments": []map[string]string{{"containerID": "b", "ifname": "eth0"}, {"containerID": "a", "ifname": "net1"}}})
+	require.NoError(t, cmdGC(&skel.CmdArgs{StdinData: withValid}))
 
 	data, err := os.ReadFile(logFile)
 	require.NoError(t, err)
@@ -345,6 +348,9 @@ func TestLogFile(t *testing.T) {
 		"CHECK ctr1 eth0 /var/run/netns/test",
 		"STATUS - - -",
 		"GC - - -",
+		"GC-VALID ",
+		"GC - - -",
+		"GC-VALID a/net1 b/eth0",
 		"",
 	}, "\n"), string(data))
 }

@@ -16,7 +16,9 @@
 //	                                    DEL fails unless that file exists, then removes it
 //	stateDir                     string directory for delRequiresAdd state (required with it)
 //	logFile                      string append "<VERB> <containerID> <ifname> <netns>\n"
-//	                                    per invocation (empty fields are written as "-")
+//	                                    per invocation (empty fields are written as "-");
+//	                                    GC adds "GC-VALID <containerID>/<ifname> ...\n"
+//	                                    with its valid attachments, sorted
 //
 // On ADD success failer returns its prevResult converted to its cniVersion,
 // like any chained plugin, or an empty result of its cniVersion when there is
