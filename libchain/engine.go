@@ -149,19 +149,21 @@ func (e *Engine) add(ctx context.Context, req Request) (types.Result, error) {
 	latest := req.Conf.PrevResult
 	for i := range rec.Steps {
 		s := &rec.Steps[i]
-		s.State, s.Started = cache.StepStarting, e.now()
-		// This save also carries the previous step's result: n delegates
-		// cost n+1 durable writes.
-		if err := e.save(rec); err != nil {
-			s.State = cache.StepPending // never invoked
-			return nil, e.rollback(ctx, req, rec, fmt.Errorf("recording %s starting: %w", stepName(s), err), types.ErrIOFailure)
-		}
 		stdin, err := withPrevResult(s.Config, s.CNIVersion, latest)
 		if err != nil {
-			s.State = cache.StepPending
 			return nil, e.rollback(ctx, req, rec, fmt.Errorf("%s: %w", stepName(s), err), types.ErrDecodingFailure)
 		}
-		res, err := e.callAdd(ctx, req, s, stdin)
+		s.State, s.Started = cache.StepStarting, e.now()
+		// This write also carries the previous step's result: n delegates
+		// cost n+1 durable writes. The delegate's process starts while it
+		// is made durable, but gets its request only after (see gate.go).
+		// rec is not touched until the write is done.
+		gate := openAfter(func() error { return e.save(rec) })
+		res, err := e.callAdd(withGate(ctx, gate), req, s, stdin)
+		if serr := gate.wait(); serr != nil {
+			s.State = cache.StepPending // it never got its request
+			return nil, e.rollback(ctx, req, rec, fmt.Errorf("recording %s starting: %w", stepName(s), serr), types.ErrIOFailure)
+		}
 		s.Finished = e.now()
 		if err != nil {
 			def := types.ErrInternal

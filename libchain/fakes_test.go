@@ -77,6 +77,9 @@ func (b behaviour) err(verb, typ string) error {
 }
 
 func (f *fakeExec) Add(ctx context.Context, c Call) (types.Result, error) {
+	if err := awaitGate(ctx); err != nil {
+		return nil, fmt.Errorf("fake: no request on stdin: %w", err) // as a real plugin would see EOF
+	}
 	cl, b, err := f.record(c)
 	if err != nil {
 		return nil, err

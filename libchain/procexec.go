@@ -44,7 +44,7 @@ func (e *ProcExec) ExecPlugin(ctx context.Context, pluginPath string, stdinData 
 		stderr.Reset()
 		c := exec.CommandContext(ctx, pluginPath)
 		c.Env = environ
-		c.Stdin = bytes.NewReader(stdinData)
+		c.Stdin = &gatedReader{ctx: ctx, r: bytes.NewReader(stdinData)}
 		c.Stdout = &stdout
 		c.Stderr = &stderr
 		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -55,7 +55,9 @@ func (e *ProcExec) ExecPlugin(ctx context.Context, pluginPath string, stdinData 
 		c.WaitDelay = time.Second
 		err := c.Start()
 		if err == nil {
-			hit(runningPoint(environ))
+			if awaitGate(ctx) == nil {
+				hit(runningPoint(environ))
+			}
 			err = c.Wait()
 		}
 		if err == nil {
