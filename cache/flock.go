@@ -54,6 +54,16 @@ const (
 	lockBackoffMax = 25 * time.Millisecond
 )
 
+// LocksDir is the conventional subdirectory of a cache dir that holds the
+// FlockLocker's files.
+const LocksDir = "locks"
+
+// Path returns the lock file of key, for operators' tools that inspect
+// locks (catenactl doctor); it does not look at the filesystem.
+func (l *FlockLocker) Path(key Key) string {
+	return l.lockPath(key)
+}
+
 func (l *FlockLocker) lockPath(key Key) string {
 	return filepath.Join(l.Dir, key.Network, key.ContainerID+":"+key.IfName+lockExt)
 }

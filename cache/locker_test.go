@@ -37,9 +37,9 @@ func TestLockerTimeoutNamesHolder(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = u.Unlock() })
 
+		start := time.Now() // before the deadline is set, so it is at least 60ms later
 		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Millisecond)
 		defer cancel()
-		start := time.Now()
 		_, err = l.Lock(ctx, key, Holder{Verb: "DEL"})
 		require.ErrorIs(t, err, ErrLocked)
 		var le *LockedError

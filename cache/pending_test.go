@@ -18,7 +18,7 @@ func TestTeardownIndex(t *testing.T) {
 		for _, cid := range []string{"old", "new"} {
 			require.NoError(t, s.MarkTeardown(testKey(cid)))
 			require.NoError(t, s.MarkTeardown(testKey(cid)), "marking twice is fine")
-			time.Sleep(5 * time.Millisecond) // distinct mtimes: oldest note first
+			time.Sleep(20 * time.Millisecond) // distinct mtimes (coarse kernel clock): oldest note first
 		}
 		got, err := s.PendingTeardown("podnet", 5)
 		require.NoError(t, err)

@@ -51,7 +51,7 @@ func run(a *skel.CmdArgs, verb func(*libchain.Engine, context.Context, libchain.
 	defer func() { _ = closeLog() }()
 	events := &libchain.EventJournal{CacheDir: conf.CacheDir}
 	eng := &libchain.Engine{
-		Store: cache.NewDiskStore(afero.NewOsFs(), conf.CacheDir, cache.NewFlockLocker(filepath.Join(conf.CacheDir, "locks"))),
+		Store: cache.NewDiskStore(afero.NewOsFs(), conf.CacheDir, cache.NewFlockLocker(filepath.Join(conf.CacheDir, cache.LocksDir))),
 		Exec:  &libchain.InvokeExecutor{Exec: &libchain.ProcExec{Stderr: os.Stderr}},
 		Log:   log,
 		OnOp: func(op libchain.Op) {

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/libchain"
+)
+
+// entry is one record of the cache dir, or why it could not be read.
+type entry struct {
+	Key cache.Key
+	Rec *cache.Record
+	Err error
+}
+
+// loadEntries reads every record of cacheDir, sorted by network, container
+// and ifname. A record that cannot be read is an entry with Err set, so
+// that one bad file never hides the others.
+func loadEntries(cacheDir string) ([]entry, error) {
+	s := store(cacheDir)
+	keys, err := s.List()
+	if err != nil {
+		return nil, fmt.Errorf("listing the records of %s: %w", cacheDir, err)
+	}
+	slices.SortFunc(keys, compareKeys)
+	entries := make([]entry, 0, len(keys))
+	for _, k := range keys {
+		rec, err := s.Load(k)
+		entries = append(entries, entry{Key: k, Rec: rec, Err: err})
+	}
+	return entries, nil
+}
+
+// cacheEntries reads every record of the cache dir that --cache-dir or the
+// config names, and returns that dir too.
+func (a *app) cacheEntries() (string, []entry, error) {
+	cacheDir, err := a.resolveCacheDir()
+	if err != nil {
+		return "", nil, err
+	}
+	entries, err := loadEntries(cacheDir)
+	return cacheDir, entries, err
+}
+
+func compareKeys(a, b cache.Key) int {
+	return cmp.Or(cmp.Compare(a.Network, b.Network), cmp.Compare(a.ContainerID, b.ContainerID), cmp.Compare(a.IfName, b.IfName))
+}
+
+// sortReport orders the keys of a GC or repair report, for stable output.
+func sortReport(keys [][]cache.Key, skips []libchain.GCSkip, failed []libchain.RepairFailure) {
+	for _, ks := range keys {
+		slices.SortFunc(ks, compareKeys)
+	}
+	slices.SortFunc(skips, func(a, b libchain.GCSkip) int { return compareKeys(a.Key, b.Key) })
+	slices.SortFunc(failed, func(a, b libchain.RepairFailure) int { return compareKeys(a.Key, b.Key) })
+}
+
+// delegateStates renders the steps of a record as "bridge:added
+// portmap:del-failed".
+func delegateStates(rec *cache.Record) string {
+	parts := make([]string, len(rec.Steps))
+	for i, s := range rec.Steps {
+		parts[i] = s.Type + ":" + string(s.State)
+	}
+	return strings.Join(parts, " ")
+}
+
+// heldSteps names the steps that still hold resources, with their last DEL
+// error: "delegate 1 (portmap) del-failed: <error>".
+func heldSteps(rec *cache.Record) []string {
+	var out []string
+	for _, s := range rec.Steps {
+		if !s.Held() {
+			continue
+		}
+		msg := fmt.Sprintf("delegate %d (%s) %s", s.Index, s.Type, s.State)
+		if s.DelError != "" {
+			msg += ": " + s.DelError
+		}
+		out = append(out, msg)
+	}
+	return out
+}

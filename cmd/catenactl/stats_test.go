@@ -1,0 +1,134 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/catena-cni/catena/libchain"
+)
+
+const ms = time.Millisecond
+
+// writeEvents fills the fixture's event journal with: 4 ADDs in the window
+// (one failed and rolled back, bridge latencies 10..40ms), a DEL that waited
+// 5ms for its lock, an ADD older than the window in the rotated file, and a
+// torn last line.
+func writeEvents(t *testing.T, f *fixture) {
+	t.Helper()
+	j := &libchain.EventJournal{CacheDir: f.cacheDir}
+	at := func(ago time.Duration) time.Time { return f.now.Add(-ago) }
+	add := func(ago, bridge time.Duration, fail bool) libchain.Op {
+		op := libchain.Op{Verb: "ADD", Attachment: "podnet/c/eth0", Start: at(ago), Duration: bridge + 5*ms, Outcome: "ok",
+			Calls: []libchain.OpCall{{Index: 0, Type: "bridge", Verb: "ADD", Duration: bridge}}}
+		if fail {
+			op.Outcome, op.Error, op.Rollback = "error", "delegate 1 (portmap) ADD failed: boom", true
+			op.Calls = append(op.Calls,
+				libchain.OpCall{Index: 1, Type: "portmap", Verb: "ADD", Duration: 2 * ms, Error: "boom"},
+				libchain.OpCall{Index: 0, Type: "bridge", Verb: "DEL", Duration: 3 * ms})
+		}
+		return op
+	}
+	rotated := filepath.Join(f.cacheDir, "events", "events.jsonl.1")
+	require.NoError(t, os.MkdirAll(filepath.Dir(rotated), 0o700))
+	old, err := json.Marshal(add(2*time.Hour, time.Second, false))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(rotated, append(old, '\n'), 0o600))
+	for _, op := range []libchain.Op{
+		add(50*time.Minute, 10*ms, false), add(40*time.Minute, 20*ms, false),
+		add(30*time.Minute, 30*ms, true), add(20*time.Minute, 40*ms, false),
+		{Verb: "DEL", Attachment: "podnet/c/eth0", Start: at(10 * time.Minute), Duration: 8 * ms, LockWait: 5 * ms, Outcome: "ok",
+			Calls: []libchain.OpCall{{Index: 0, Type: "bridge", Verb: "DEL", Duration: 1 * ms}}},
+	} {
+		require.NoError(t, j.Append(op))
+	}
+	fd, err := os.OpenFile(libchain.EventsPath(f.cacheDir), os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = fd.WriteString(`{"verb":"ADD","start":"`)
+	require.NoError(t, err)
+	require.NoError(t, fd.Close())
+}
+
+func TestStatsJSON(t *testing.T) {
+	f := newFixture(t)
+	writeEvents(t, f)
+	out, stderr, code := f.run("stats", "--json")
+	require.Equal(t, 0, code, stderr)
+	got := decodeJSON[map[string]any](t, out)
+	assert.Equal(t, float64(3600), got["windowSeconds"])
+	assert.Equal(t, []any{
+		map[string]any{"verb": "ADD", "count": float64(4), "failures": float64(1), "rollbacks": float64(1),
+			"durationP50Ns": float64(25 * ms), "durationP95Ns": float64(45 * ms), "durationSumNs": float64(120 * ms),
+			"lockWaitP50Ns": float64(0), "lockWaitP95Ns": float64(0), "lockWaitMaxNs": float64(0), "lockWaitSumNs": float64(0)},
+		map[string]any{"verb": "DEL", "count": float64(1), "failures": float64(0), "rollbacks": float64(0),
+			"durationP50Ns": float64(8 * ms), "durationP95Ns": float64(8 * ms), "durationSumNs": float64(8 * ms),
+			"lockWaitP50Ns": float64(5 * ms), "lockWaitP95Ns": float64(5 * ms), "lockWaitMaxNs": float64(5 * ms), "lockWaitSumNs": float64(5 * ms)},
+	}, got["operations"])
+	assert.Equal(t, []any{
+		map[string]any{"index": float64(0), "type": "bridge", "verb": "ADD", "calls": float64(4), "failures": float64(0),
+			"p50Ns": float64(20 * ms), "p95Ns": float64(40 * ms), "durationSumNs": float64(100 * ms)},
+		map[string]any{"index": float64(0), "type": "bridge", "verb": "DEL", "calls": float64(2), "failures": float64(0),
+			"p50Ns": float64(1 * ms), "p95Ns": float64(3 * ms), "durationSumNs": float64(4 * ms)},
+		map[string]any{"index": float64(1), "type": "portmap", "verb": "ADD", "calls": float64(1), "failures": float64(1),
+			"p50Ns": float64(2 * ms), "p95Ns": float64(2 * ms), "durationSumNs": float64(2 * ms)},
+	}, got["delegates"])
+
+	out, _, code = f.run("stats", "--json", "--window", "3h")
+	require.Equal(t, 0, code)
+	ops := decodeJSON[stats](t, out).Operations
+	require.Len(t, ops, 2)
+	assert.Equal(t, 5, ops[0].Count, "the rotated file's older ADD is in a 3h window")
+}
+
+func TestStatsTable(t *testing.T) {
+	f := newFixture(t)
+	writeEvents(t, f)
+	out, stderr, code := f.run("stats")
+	require.Equal(t, 0, code, stderr)
+	rows := tableRows(out)
+	assert.Equal(t, []string{"5", "operation(s)", "in", "the", "last", "1h0m0s", "(since", timestamp(f.now.Add(-time.Hour)) + ")"}, rows[0])
+	assert.Contains(t, rows, []string{"VERB", "OPS", "FAILED", "ROLLBACKS", "P50", "P95", "LOCK-WAIT-P50", "LOCK-WAIT-P95", "LOCK-WAIT-MAX"})
+	assert.Contains(t, rows, []string{"ADD", "4", "1", "1", "25ms", "45ms", "0s", "0s", "0s"})
+	assert.Contains(t, rows, []string{"DEL", "1", "0", "0", "8ms", "8ms", "5ms", "5ms", "5ms"})
+	assert.Contains(t, rows, []string{"DELEGATE", "VERB", "CALLS", "FAILED", "P50", "P95"})
+	assert.Contains(t, rows, []string{"0", "(bridge)", "ADD", "4", "0", "20ms", "40ms"})
+	assert.Contains(t, rows, []string{"1", "(portmap)", "ADD", "1", "1", "2ms", "2ms"})
+
+	out, _, code = f.run("stats", "--window", "1m")
+	require.Equal(t, 0, code)
+	assert.Equal(t, "0 operation(s) in the last 1m0s (since "+timestamp(f.now.Add(-time.Minute))+")\n\n", out)
+
+	_, stderr, code = f.run("stats", "--window", "-1m")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "--window must be positive")
+}
+
+func TestQuantile(t *testing.T) {
+	ds := func(ns ...int) []time.Duration {
+		out := make([]time.Duration, len(ns))
+		for i, n := range ns {
+			out[i] = time.Duration(n)
+		}
+		return out
+	}
+	tests := []struct {
+		in   []time.Duration
+		q    float64
+		want time.Duration
+	}{
+		{nil, 0.5, 0},
+		{ds(7), 0.95, 7},
+		{ds(4, 1, 3, 2), 0.5, 2},
+		{ds(4, 1, 3, 2), 0.95, 4},
+		{ds(10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 110, 120, 130, 140, 150, 160, 170, 180, 190, 200), 0.95, 190},
+		{ds(3, 1, 2), 1, 3},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, quantile(tt.in, tt.q), "q%v of %v", tt.q, tt.in)
+	}
+}
