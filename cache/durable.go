@@ -30,11 +30,18 @@ const (
 // returns nil the new content survives a crash or power loss, and at no
 // instant can a reader see a partial file. The temp file is created in the
 // same directory so that the rename never crosses a filesystem.
+//
+// The temp file's name is fixed per path (tempPath): record writes happen
+// only under the attachment's lock, so there is never a second writer, and
+// the leftover of a crash is found by name (Remove unlinks it) rather than
+// by listing a directory that may hold 10,000 records. A leftover is
+// unlinked first and the temp is created O_EXCL, so a symlink planted at
+// the temp name is never followed.
 func writeFileDurable(fsys afero.Fs, path string, data []byte) (err error) {
 	dir := filepath.Dir(path)
-	tmp, err := tempName(path)
-	if err != nil {
-		return err
+	tmp := tempPath(path)
+	if err := fsys.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove stale temp file %s: %w", tmp, err)
 	}
 	f, err := fsys.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, filePerm)
 	if err != nil {
@@ -70,7 +77,15 @@ func writeFileDurable(fsys afero.Fs, path string, data []byte) (err error) {
 	return nil
 }
 
-// tempName returns a unique hidden name next to path, ending in ".tmp".
+// tempPath is the hidden temp file next to path that writeFileDurable
+// renames over it: ".<name>.tmp".
+func tempPath(path string) string {
+	dir, base := filepath.Split(path)
+	return filepath.Join(dir, "."+base+tmpExt)
+}
+
+// tempName returns a unique hidden name next to path, ending in ".tmp", for
+// writers that hold no lock (the writability probe).
 func tempName(path string) (string, error) {
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {

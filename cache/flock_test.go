@@ -107,11 +107,10 @@ func TestFlockHelperProcess(t *testing.T) {
 	os.Exit(0)
 }
 
-func TestFlockAcrossProcesses(t *testing.T) {
-	if testing.Short() {
-		t.Skip("spawns a subprocess")
-	}
-	dir := t.TempDir()
+// startLockHolder runs TestFlockHelperProcess in a child process, which
+// takes abc's lock in dir as an ADD, and returns once the lock is held.
+func startLockHolder(t *testing.T, dir string) *exec.Cmd {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestFlockHelperProcess$", "-test.count=1")
 	cmd.Env = append(os.Environ(), "CATENA_FLOCK_HELPER_DIR="+dir)
 	out, err := cmd.StdoutPipe()
@@ -121,12 +120,21 @@ func TestFlockAcrossProcesses(t *testing.T) {
 	line, err := bufio.NewReader(out).ReadString('\n')
 	require.NoError(t, err)
 	require.Equal(t, "locked\n", line)
+	return cmd
+}
+
+func TestFlockAcrossProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns a subprocess")
+	}
+	dir := t.TempDir()
+	cmd := startLockHolder(t, dir)
 
 	l := NewFlockLocker(dir)
 	key := testKey("abc")
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
-	_, err = l.Lock(ctx, key, Holder{Verb: "DEL"})
+	_, err := l.Lock(ctx, key, Holder{Verb: "DEL"})
 	var le *LockedError
 	require.ErrorAs(t, err, &le)
 	require.NotNil(t, le.Holder)

@@ -127,9 +127,9 @@ func datasync(f afero.File) error {
 }
 
 // decodeJournal returns the newest entry of a journal that verifies. Only
-// the final line may fail to verify (a torn append); an entry from a future
-// schema is never skipped. With no entry that verifies, the error is that of
-// the final line.
+// the final line may fail to verify, and only if it is a torn append; an
+// entry from a future schema is never skipped. With no entry that verifies,
+// the error is that of the final line.
 func decodeJournal(data []byte) (*Record, error) {
 	lines := bytes.SplitAfter(data, []byte("\n"))
 	if n := len(lines); n > 0 && len(lines[n-1]) == 0 {
@@ -140,11 +140,26 @@ func decodeJournal(data []byte) (*Record, error) {
 	}
 	last := len(lines) - 1
 	rec, err := Decode(lines[last])
-	if err == nil || errors.Is(err, ErrFutureSchema) || last == 0 {
+	if err == nil || errors.Is(err, ErrFutureSchema) || last == 0 || !torn(lines[last]) {
 		return rec, err
 	}
 	if prev, perr := Decode(lines[last-1]); perr == nil {
 		return prev, nil
 	}
 	return nil, err
+}
+
+// torn reports whether a final line that does not verify can be a torn
+// append, i.e. a strict prefix of an entry and its newline: an entry is
+// appended by one write whose last byte is the newline, and JSON has no raw
+// newline. A line that ends in a newline, or a complete entry followed by
+// one stray byte, was written whole and then damaged: skipping it could
+// resurrect a snapshot older than what the engine acted on, so it is
+// corruption.
+func torn(line []byte) bool {
+	if bytes.HasSuffix(line, []byte("\n")) {
+		return false
+	}
+	_, err := Decode(line[:len(line)-1])
+	return err != nil
 }

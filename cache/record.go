@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/containernetworking/cni/pkg/utils"
 )
@@ -32,7 +33,8 @@ func (k Key) String() string {
 }
 
 // Validate rejects any key part that could escape the cache dir or is not a
-// legal CNI name. It uses the CNI spec's own rules.
+// legal CNI name. It uses the CNI spec's own rules, and requires UTF-8 (the
+// network name and container ID rules already imply it).
 func (k Key) Validate() error {
 	if err := utils.ValidateNetworkName(k.Network); err != nil {
 		return fmt.Errorf("network name %q: %w", k.Network, err)
@@ -42,6 +44,11 @@ func (k Key) Validate() error {
 	}
 	if err := utils.ValidateInterfaceName(k.IfName); err != nil {
 		return fmt.Errorf("ifname %q: %w", k.IfName, err)
+	}
+	// The record is JSON, whose strings are UTF-8: a key that is not would
+	// not load back as itself.
+	if !utf8.ValidString(k.IfName) {
+		return fmt.Errorf("ifname %q: not valid UTF-8", k.IfName)
 	}
 	return nil
 }

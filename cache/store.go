@@ -76,4 +76,8 @@ type Store interface {
 	Quarantine(key Key) (string, error)
 	// List returns the keys of all records, in no particular order.
 	List() ([]Key, error)
+	// SweepTemps removes the temp files that crashes left in network's
+	// records, last modified before olderThan and whose attachment's lock
+	// is free, and returns their paths.
+	SweepTemps(network string, olderThan time.Time) ([]string, error)
 }

@@ -174,6 +174,12 @@ func parseDelegate(i int, data json.RawMessage, parentVersion string) (Delegate,
 			return d, types.NewError(types.ErrIncompatibleCNIVersion, fmt.Sprintf("catena: %s.cniVersion %q: %v", field, d.CNIVersion, err), "")
 		}
 	}
+	if rc, ok := d.fields["runtimeConfig"]; ok {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(rc, &m); err != nil || m == nil {
+			return d, configError(field+".runtimeConfig", "not an object")
+		}
+	}
 	if c, ok := d.fields["capabilities"]; ok {
 		if err := json.Unmarshal(c, &d.Capabilities); err != nil {
 			return d, configError(field+".capabilities", "not an object of booleans")
@@ -236,6 +242,9 @@ func (d Delegate) Config(name string, runtimeConfig map[string]json.RawMessage) 
 	if static, ok := d.fields["runtimeConfig"]; ok {
 		if err := json.Unmarshal(static, &rc); err != nil {
 			return nil, fmt.Errorf("%s: runtimeConfig is not an object: %w", d, err)
+		}
+		if rc == nil { // null: ParseConfig refuses it, but never panic
+			rc = map[string]json.RawMessage{}
 		}
 	}
 	injected := false

@@ -56,7 +56,7 @@ func (e *Engine) log() *slog.Logger {
 func validKey(req Request) (cache.Key, error) {
 	key := req.Key()
 	if err := key.Validate(); err != nil {
-		return key, cniError(types.ErrInvalidEnvironmentVariables, "invalid attachment: %w", err)
+		return key, cniErrorCode(types.ErrInvalidEnvironmentVariables, "invalid attachment: %w", err)
 	}
 	return key, nil
 }

@@ -3,6 +3,7 @@
 package libchain
 
 import (
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -20,19 +21,31 @@ import (
 //	add-running                   a delegate's ADD has started and is running
 //	del-running                   a delegate's DEL has started and is running
 //	teardown-step                 before each DEL of a rollback, DEL or retry
+//	before-quarantine,            around the move of a corrupt record to
+//	after-quarantine              quarantine/, after its best-effort DELs
 const FailpointEnv = "CATENA_FAILPOINT"
+
+// FailpointTraceEnv names a file to which every point passed is appended,
+// one name per line, so that a test learns how many times an undisturbed
+// run passes each point, i.e. which crashes it can ask for.
+const FailpointTraceEnv = "CATENA_FAILPOINT_TRACE"
 
 var failpoints = struct {
 	once  sync.Once
 	name  string
 	n     int
+	trace string
 	mu    sync.Mutex
 	count int
 }{}
 
 func hit(point string) {
+	if point == "" {
+		return
+	}
 	fp := &failpoints
 	fp.once.Do(func() {
+		fp.trace = os.Getenv(FailpointTraceEnv)
 		name, n, ok := strings.Cut(os.Getenv(FailpointEnv), ":")
 		if !ok {
 			return
@@ -41,15 +54,33 @@ func hit(point string) {
 			fp.name, fp.n = name, v
 		}
 	})
-	if fp.name != point {
-		return
-	}
 	fp.mu.Lock()
-	fp.count++
-	die := fp.count == fp.n
+	if fp.trace != "" {
+		traceHit(fp.trace, point)
+	}
+	die := false
+	if fp.name == point {
+		fp.count++
+		die = fp.count == fp.n
+	}
 	fp.mu.Unlock()
 	if die {
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // SIGKILL is not deliverable late; never go on
+	}
+}
+
+// traceHit appends point to the trace file with one write. A failure is
+// reported on stderr (never stdout: it carries the CNI result).
+func traceHit(path, point string) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err == nil {
+		_, err = f.WriteString(point + "\n")
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "catena: failpoint trace %s: %v\n", path, err)
 	}
 }

@@ -51,6 +51,9 @@ type GCReport struct {
 	// KeptAlive is what the delegates were told is valid on top of the
 	// runtime's list: attachments Catena still tracks.
 	KeptAlive []Attachment `json:"keptAlive,omitempty"`
+	// SweptTemps are temp files that crashes left, older than the grace
+	// period, that GC removed.
+	SweptTemps []string `json:"sweptTemps,omitempty"`
 }
 
 // CollectGarbage tears down Catena's records on req's network that are not
@@ -90,6 +93,13 @@ func (e *Engine) CollectGarbage(ctx context.Context, req Request, opts GCOptions
 			continue
 		}
 		e.collectOne(ctx, req, key, now, grace, valid, opts, rep)
+	}
+	if !opts.DryRun {
+		swept, err := e.Store.SweepTemps(req.Conf.Name, now.Add(-grace))
+		rep.SweptTemps = swept
+		if err != nil {
+			rep.Errors = append(rep.Errors, err.Error())
+		}
 	}
 	if opts.StaleNetNS || opts.SkipDelegates || opts.DryRun {
 		return rep, reportErr(req, rep)

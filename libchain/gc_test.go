@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/containernetworking/cni/pkg/types"
+	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -163,4 +164,36 @@ func TestGCStaleNetNS(t *testing.T) {
 	assert.Equal(t, []string{"DEL portmap", "DEL ipam"}, h.exec.seen(), "no delegate GC without a runtime's list")
 	assert.Equal(t, "", h.exec.callsOf("DEL", "ipam")[0].NetNS, "a gone netns is not passed")
 	h.record(t, req(conf, "alive"))
+}
+
+// A crash during an ADD's first record write leaves a temp file and no
+// record, so DEL never looks at it; GC sweeps it once it is older than the
+// grace period, and leaves a young one alone.
+func TestGCSweepsCrashedTempFiles(t *testing.T) {
+	fsys := afero.NewMemMapFs()
+	store := cache.NewDiskStore(fsys, "/var/lib/cni/catena", cache.NewMemLocker())
+	exec := newFakeExec()
+	eng := &Engine{Store: store, Exec: exec}
+	conf := chainConf(t, "1.1.0", dIPAM, dPort)
+	dir := "/var/lib/cni/catena/records/" + conf.Name
+	require.NoError(t, fsys.MkdirAll(dir, 0o700))
+	oldTemp, youngTemp := dir+"/.old:eth0.json.tmp", dir+"/.young:eth0.json.tmp"
+	for path, age := range map[string]time.Duration{oldTemp: time.Hour, youngTemp: time.Second} {
+		require.NoError(t, afero.WriteFile(fsys, path, []byte(`{"schema":1,"to`), 0o600))
+		mtime := time.Now().Add(-age)
+		require.NoError(t, fsys.Chtimes(path, mtime, mtime))
+	}
+	rep, err := eng.CollectGarbage(context.Background(), gcReq(conf), GCOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{oldTemp}, rep.SweptTemps)
+	_, err = fsys.Stat(oldTemp)
+	assert.ErrorIs(t, err, os.ErrNotExist)
+	_, err = fsys.Stat(youngTemp)
+	assert.NoError(t, err, "a temp file younger than the grace period may be a write in progress")
+
+	rep, err = eng.CollectGarbage(context.Background(), gcReq(conf), GCOptions{DryRun: true, GracePeriod: time.Millisecond})
+	require.NoError(t, err)
+	assert.Empty(t, rep.SweptTemps, "a dry run removes nothing")
+	_, err = fsys.Stat(youngTemp)
+	assert.NoError(t, err)
 }

@@ -167,12 +167,14 @@ func latestResult(rec *cache.Record) json.RawMessage {
 	return rec.PrevResult
 }
 
-// recoverCorrupt moves an untrustworthy record aside, loudly, and DELs every
-// delegate of the current config best-effort so that nothing is wedged.
+// recoverCorrupt DELs every delegate of the current config best-effort so
+// that nothing is wedged, then moves the untrustworthy record aside,
+// loudly. In that order: a crash during the DELs leaves the record in
+// place, so the next DEL repeats them (DEL is idempotent); moved aside
+// first, it would leave no record, and the next DEL would tear nothing down.
 func (e *Engine) recoverCorrupt(ctx context.Context, req Request, key cache.Key, cause error) {
-	where, qerr := e.Store.Quarantine(key)
-	e.log().Error("corrupt record moved aside; tearing down best-effort from the current config",
-		"attachment", key.String(), "cause", cause, "quarantinedTo", where, "quarantineError", qerr)
+	e.log().Error("corrupt record; tearing down best-effort from the current config, then moving it aside",
+		"attachment", key.String(), "cause", cause)
 	ctx = context.WithoutCancel(ctx)
 	for i := len(req.Conf.Delegates) - 1; i >= 0; i-- {
 		d := req.Conf.Delegates[i]
@@ -192,4 +194,12 @@ func (e *Engine) recoverCorrupt(ctx context.Context, req Request, key cache.Key,
 			e.log().Warn("best-effort DEL after corrupt record failed", "attachment", key.String(), "delegate", d.String(), "error", err)
 		}
 	}
+	hit("before-quarantine")
+	where, err := e.Store.Quarantine(key)
+	hit("after-quarantine")
+	if err != nil {
+		e.log().Error("moving the corrupt record aside failed; it stays in place", "attachment", key.String(), "error", err)
+		return
+	}
+	e.log().Warn("corrupt record moved aside", "attachment", key.String(), "quarantinedTo", where)
 }

@@ -100,8 +100,8 @@ func (e *Engine) GC(ctx context.Context, req Request) (err error) {
 		return err
 	}
 	rep, err := e.CollectGarbage(ctx, req, GCOptions{Valid: valid})
-	if rep != nil && len(rep.TornDown)+len(rep.Skipped) > 0 {
-		e.log().Info("GC", "network", req.Conf.Name, "tornDown", rep.TornDown, "skipped", rep.Skipped)
+	if rep != nil && len(rep.TornDown)+len(rep.Skipped)+len(rep.SweptTemps) > 0 {
+		e.log().Info("GC", "network", req.Conf.Name, "tornDown", rep.TornDown, "skipped", rep.Skipped, "sweptTemps", rep.SweptTemps)
 	}
 	return err
 }

@@ -129,6 +129,9 @@ func printGC(w io.Writer, conf *libchain.NetConf, dryRun bool, rep *libchain.GCR
 	for _, s := range rep.Skipped {
 		t.row("skipped", s.Key.ContainerID, s.Key.IfName, s.Reason)
 	}
+	for _, p := range rep.SweptTemps {
+		t.row("swept temp file", "-", "-", p)
+	}
 	for _, e := range rep.Errors {
 		t.row("error", "-", "-", e)
 	}

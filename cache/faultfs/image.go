@@ -1,0 +1,97 @@
+package faultfs
+
+import "bytes"
+
+// Mode is one way the machine can go down: it decides which directory
+// entries and which file content a reboot finds.
+type Mode int
+
+const (
+	// ProcessKill: only the process died; the kernel keeps everything it
+	// was told, synced or not.
+	ProcessKill Mode = iota
+	// PowerLoss: only what was synced survives: file content as of its
+	// last Sync, directory entries as of the directory's last Sync.
+	PowerLoss
+	// PowerLossTornTail: as PowerLoss, but a file whose synced content is
+	// a prefix of its content (an append not yet synced) keeps the first
+	// half of the unsynced tail: a torn append.
+	PowerLossTornTail
+	// PowerLossZeroTail: as PowerLoss, but an unsynced append leaves its
+	// length behind, filled with zeros (the file size was committed, its
+	// data blocks were not, as ext4 data=writeback allows).
+	PowerLossZeroTail
+	// PowerLossMetadata: every directory entry survives, synced or not,
+	// but file content only as synced: a rename or create can outlive the
+	// data it was meant to expose.
+	PowerLossMetadata
+)
+
+// Modes lists every Mode.
+var Modes = []Mode{ProcessKill, PowerLoss, PowerLossTornTail, PowerLossZeroTail, PowerLossMetadata}
+
+func (m Mode) String() string {
+	switch m {
+	case ProcessKill:
+		return "process-kill"
+	case PowerLoss:
+		return "power-loss"
+	case PowerLossTornTail:
+		return "power-loss-torn-tail"
+	case PowerLossZeroTail:
+		return "power-loss-zero-tail"
+	case PowerLossMetadata:
+		return "power-loss-metadata"
+	}
+	return "unknown-mode"
+}
+
+// Image returns what a reboot after a crash in mode m finds: a new CrashFs,
+// fully durable, that never crashes. Taken before any crash, Image
+// (ProcessKill) is a copy of the current state.
+func (c *CrashFs) Image(m Mode) *CrashFs {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := NewCrashFs()
+	out.root = m.copy(c.root)
+	return out
+}
+
+// copy returns the node as the reboot finds it. A node reachable by two
+// names (a rename not durable on one side) becomes two independent nodes.
+func (m Mode) copy(n *node) *node {
+	if n.dir {
+		src := n.durable
+		if m == ProcessKill || m == PowerLossMetadata {
+			src = n.entries
+		}
+		out := newDir(n.perm, n.mtime)
+		for name, child := range src {
+			out.entries[name] = m.copy(child)
+		}
+		out.durable = clone(out.entries)
+		return out
+	}
+	data := m.content(n)
+	return &node{perm: n.perm, mtime: n.mtime, data: data, synced: bytes.Clone(data)}
+}
+
+// content is the file's data after the reboot.
+func (m Mode) content(n *node) []byte {
+	if m == ProcessKill {
+		return bytes.Clone(n.data)
+	}
+	out := bytes.Clone(n.synced)
+	appended := len(n.data) > len(n.synced) && bytes.HasPrefix(n.data, n.synced)
+	if !appended {
+		return out
+	}
+	tail := n.data[len(n.synced):]
+	switch m {
+	case PowerLossTornTail:
+		out = append(out, tail[:len(tail)/2]...)
+	case PowerLossZeroTail:
+		out = append(out, make([]byte, len(tail))...)
+	}
+	return out
+}

@@ -1,0 +1,90 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// SweepTemps removes the temp files that a crash in the middle of a durable
+// replace left in network's record dir, if they were last modified before
+// olderThan. A record's temp file (tempPath) is removed only while its
+// attachment's lock is free, so a write in progress never loses its temp
+// file. Remove already unlinks the temp file of the record it removes; the
+// sweep catches those of records that were never created (a crash during
+// an ADD's first write, after which DEL finds no record) and hands back
+// their paths.
+func (s *DiskStore) SweepTemps(network string, olderThan time.Time) ([]string, error) {
+	probe := Key{Network: network, ContainerID: "x", IfName: "x"}
+	exists, err := s.checkNetworkDir(probe)
+	if err != nil || !exists {
+		return nil, err
+	}
+	dir := s.networkDir(network)
+	names, err := readDirNames(s.fs, dir)
+	if err != nil {
+		return nil, fmt.Errorf("sweep temp files of network %q: %w", network, err)
+	}
+	var removed []string
+	var errs []error
+	for _, name := range names {
+		key, ok := parseTempName(network, name)
+		if !ok {
+			continue
+		}
+		path := filepath.Join(dir, name)
+		fi, err := lstat(s.fs, path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("sweep %s: %w", path, err))
+			continue
+		}
+		if !fi.ModTime().Before(olderThan) {
+			continue
+		}
+		done, err := s.sweepTemp(key, path)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if done {
+			removed = append(removed, path)
+		}
+	}
+	return removed, errors.Join(errs...)
+}
+
+// sweepTemp removes key's temp file at path unless key's lock is held.
+func (s *DiskStore) sweepTemp(key Key, path string) (bool, error) {
+	unlock, err := s.TryLock(key, Holder{PID: os.Getpid(), Verb: "GC", Since: time.Now()})
+	if errors.Is(err, ErrLocked) {
+		return false, nil // a write may be in progress
+	}
+	if err != nil {
+		return false, fmt.Errorf("sweep %s: %w", path, err)
+	}
+	defer func() { _ = unlock.Unlock() }() // GC holds nothing else under it
+	if err := removeDurable(s.fs, path); err != nil {
+		return false, fmt.Errorf("sweep %s: %w", path, err)
+	}
+	return true, nil
+}
+
+// parseTempName turns ".<containerID>:<ifname>.json.tmp" (tempPath of a
+// record) back into its key.
+func parseTempName(network, name string) (Key, bool) {
+	inner, ok := strings.CutPrefix(name, ".")
+	if !ok {
+		return Key{}, false
+	}
+	inner, ok = strings.CutSuffix(inner, tmpExt)
+	if !ok {
+		return Key{}, false
+	}
+	return parseRecordName(network, inner)
+}
