@@ -36,6 +36,9 @@ type ProcExec struct {
 
 var _ invoke.Exec = (*ProcExec)(nil)
 
+// outputGrace bounds the wait for a delegate's output after it exited.
+const outputGrace = 10 * time.Second
+
 // ExecPlugin implements invoke.Exec.
 func (e *ProcExec) ExecPlugin(ctx context.Context, pluginPath string, stdinData []byte, environ []string) ([]byte, error) {
 	var stdout, stderr bytes.Buffer
@@ -52,7 +55,12 @@ func (e *ProcExec) ExecPlugin(ctx context.Context, pluginPath string, stdinData 
 			// Kill the whole group: the delegate and anything it started.
 			return syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
 		}
-		c.WaitDelay = time.Second
+		// How long Wait waits for the output pipes to close once the
+		// delegate exited or its group was killed. A delegate that exited
+		// with success wrote its result before exiting: a reader starved of
+		// CPU on a saturated node (seen: over 1s) must not turn that into a
+		// failure. Only a process that escaped the group holds them longer.
+		c.WaitDelay = outputGrace
 		err := c.Start()
 		if err == nil {
 			if awaitGate(ctx) == nil {
@@ -102,6 +110,9 @@ func pluginErr(err error, stdout, stderr []byte) error {
 	default:
 		if perr := json.Unmarshal(stdout, &emsg); perr != nil {
 			emsg = types.Error{Msg: fmt.Sprintf("plugin failed and its error %q does not parse: %v", string(stdout), perr)}
+		} else if emsg.Code == 0 && emsg.Msg == "" {
+			// Not an error: a result. Say why the call failed anyway.
+			emsg = types.Error{Msg: fmt.Sprintf("plugin failed after printing a success result: %v", err)}
 		}
 	}
 	return &emsg

@@ -57,7 +57,8 @@ func TestRenderConflist(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			v := &variant{name: tc.variant, network: "net-" + tc.variant, bridge: "br0", subnet: "10.251.1.0/24"}
+			v := &variant{name: tc.variant, wrapped: tc.wantCatena, network: "net-" + tc.variant, bridge: "br0",
+				subnet: "10.251.1.0/24", dir: "/tmp/x", cache: "/tmp/x/cache"}
 			var got struct {
 				CNIVersion string `json:"cniVersion"`
 				Name       string `json:"name"`
@@ -70,7 +71,7 @@ func TestRenderConflist(t *testing.T) {
 					} `json:"ipam"`
 				} `json:"plugins"`
 			}
-			require.NoError(t, json.Unmarshal(renderConflist(v, "/tmp/x"), &got))
+			require.NoError(t, json.Unmarshal(renderConflist(v), &got))
 			assert.Equal(t, "1.1.0", got.CNIVersion)
 			assert.Equal(t, v.network, got.Name)
 			var types []string

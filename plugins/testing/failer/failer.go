@@ -47,6 +47,7 @@ type NetConf struct {
 	DelRequiresAdd bool   `json:"delRequiresAdd,omitempty"`
 	StateDir       string `json:"stateDir,omitempty"`
 	LogFile        string `json:"logFile,omitempty"`
+	PidFile        string `json:"pidFile,omitempty"`
 
 	hangAdd     time.Duration
 	waitTimeout time.Duration
@@ -83,6 +84,9 @@ func (c *NetConf) validate() error {
 	}
 	if c.DelRequiresAdd && c.StateDir == "" {
 		return errors.New("failer: delRequiresAdd needs stateDir")
+	}
+	if c.PidFile != "" && c.hangAdd <= 0 {
+		return errors.New("failer: pidFile needs hangAdd (its child sleeps that long)")
 	}
 	return nil
 }
@@ -212,6 +216,11 @@ func add(args *skel.CmdArgs) (types.Result, error) {
 	conf, err := load("ADD", args)
 	if err != nil {
 		return nil, err
+	}
+	if conf.PidFile != "" {
+		if err := startChild(conf.PidFile, conf.hangAdd); err != nil {
+			return nil, types.NewError(types.ErrIOFailure, err.Error(), "")
+		}
 	}
 	if conf.hangAdd > 0 {
 		time.Sleep(conf.hangAdd)

@@ -15,6 +15,9 @@
 //	delRequiresAdd               bool   ADD records <stateDir>/<containerID>-<ifname>;
 //	                                    DEL fails unless that file exists, then removes it
 //	stateDir                     string directory for delRequiresAdd state (required with it)
+//	pidFile                      string ADD first starts a child (sleep, as long as hangAdd,
+//	                                    which is required) in failer's process group and
+//	                                    writes "<failer pid>\n<child pid>\n" here, atomically
 //	logFile                      string append "<VERB> <containerID> <ifname> <netns>\n"
 //	                                    per invocation (empty fields are written as "-");
 //	                                    GC adds "GC-VALID <containerID>/<ifname> ...\n"
