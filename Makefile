@@ -15,7 +15,7 @@ export CATENA_CNI_PATH := $(CNI_BIN)
 export CATENA_BIN := $(BIN)
 export GOTOOLCHAIN := local
 
-.PHONY: all build plugins test demo bench fuzz clean
+.PHONY: all build plugins test demo bench fuzz clean leak-demo
 
 all: build
 
@@ -47,3 +47,6 @@ fuzz:
 
 clean:
 	rm -rf $(BIN)
+
+leak-demo: plugins build
+	bash scripts/leak-demo.sh

@@ -10,6 +10,8 @@ set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=scripts/versions.env
 . "${repo}/scripts/versions.env"
+# shellcheck source=scripts/lib.sh
+. "${repo}/scripts/lib.sh"
 
 log() { printf 'install-deps: %s\n' "$*" >&2; }
 
@@ -17,35 +19,9 @@ if [[ $(id -u) -ne 0 ]]; then
 	log "warning: not running as root; apt installs will fail if packages are missing"
 fi
 
-# --- Debian packages ---------------------------------------------------------
-apt_pkgs=(iptables iproute2)
-missing=()
-for p in "${apt_pkgs[@]}"; do
-	status="$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)"
-	if [[ "$status" != "install ok installed" ]]; then
-		missing+=("$p")
-	fi
-done
-if ((${#missing[@]} > 0)); then
-	log "installing ${missing[*]}"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update
-	apt-get install -y --no-install-recommends "${missing[@]}"
-else
-	log "apt packages present: ${apt_pkgs[*]}"
-fi
-
-# --- Go toolchain ------------------------------------------------------------
-if ! command -v go >/dev/null 2>&1; then
-	if [[ -x /usr/local/go/bin/go ]]; then
-		export PATH="/usr/local/go/bin:${PATH}"
-	else
-		log "error: go not found in PATH or /usr/local/go/bin"
-		exit 1
-	fi
-fi
-# Use the local toolchain; never try to download another one.
-export GOTOOLCHAIN=local
+# --- Debian packages and Go ---------------------------------------------------
+ensure_apt_pkgs iptables iproute2
+use_local_go
 
 # --- CNI reference plugins ---------------------------------------------------
 cni_dir="${repo}/bin/cni"
@@ -98,5 +74,7 @@ else
 	printf '%s\n' "$cnitool_want" >"${cnitool_stamp}.tmp"
 	mv -f "${cnitool_stamp}.tmp" "$cnitool_stamp"
 fi
+
+bash "${repo}/scripts/install-containerd.sh"
 
 log "done"
