@@ -9,6 +9,8 @@ CNI_BIN := $(BIN)/cni
 # Static binaries: no dynamic loader on the start-up path of every CNI call.
 GOBUILD := CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w'
 FUZZTIME ?= 30s
+# e.g. make bench BENCH_FLAGS='-n 60 -docs' (see go run ./scripts/bench -h)
+BENCH_FLAGS ?=
 
 # Tests find catena, the reference plugins and the test plugins here.
 export CATENA_CNI_PATH := $(CNI_BIN)
@@ -40,7 +42,7 @@ demo: plugins build
 	bash scripts/demo.sh
 
 bench: plugins build
-	$(GO) run ./scripts/bench
+	$(GO) run ./scripts/bench $(BENCH_FLAGS)
 
 fuzz:
 	FUZZTIME=$(FUZZTIME) bash scripts/fuzz.sh
