@@ -17,7 +17,7 @@ import (
 )
 
 // chainConf builds a catena config over the given delegate JSON objects.
-func chainConf(t *testing.T, version string, delegates ...string) *NetConf {
+func chainConf(t testing.TB, version string, delegates ...string) *NetConf {
 	t.Helper()
 	ds := ""
 	for i, d := range delegates {

@@ -42,6 +42,8 @@ Which attachments are alive is given either by:
 Either way a record is never touched while its lock is held (an operation is
 running) or while it is younger than the config's gcGracePeriod, and a record
 that needs teardown (a failed rollback or DEL) is retried even if listed.
+Temp files that a crash left in the network's records, older than the grace
+period and whose lock is free, are removed ("swept temp file").
 --dry-run reports what would be torn down and changes nothing. GC continues
 past errors, reports them all, and then exits 1.`,
 		Args: exactArgs(0),
