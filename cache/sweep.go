@@ -20,6 +20,9 @@ import (
 // their paths.
 func (s *DiskStore) SweepTemps(network string, olderThan time.Time) ([]string, error) {
 	probe := Key{Network: network, ContainerID: "x", IfName: "x"}
+	if err := probe.Validate(); err != nil {
+		return nil, fmt.Errorf("sweep temp files: %w", err)
+	}
 	exists, err := s.checkNetworkDir(probe)
 	if err != nil || !exists {
 		return nil, err

@@ -100,3 +100,10 @@ func TestTempSymlinkNotFollowed(t *testing.T) {
 	_, err = s.Load(key)
 	require.NoError(t, err)
 }
+
+func TestSweepTempsRejectsAnEscapingNetwork(t *testing.T) {
+	forEachFs(t, func(t *testing.T, e storeEnv) {
+		_, err := e.store.SweepTemps("../..", time.Now())
+		require.Error(t, err)
+	})
+}
