@@ -13,27 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestPidFileNeedsHangAdd(t *testing.T) {
-	tests := []struct {
-		name, in, wantErr string
-	}{
-		{name: "without hangAdd", in: `{"pidFile":"/p"}`, wantErr: "pidFile needs hangAdd"},
-		{name: "zero hangAdd", in: `{"pidFile":"/p","hangAdd":"0s"}`, wantErr: "pidFile needs hangAdd"},
-		{name: "with hangAdd", in: `{"pidFile":"/p","hangAdd":"1s"}`},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			c, err := parseConf([]byte(tc.in))
-			if tc.wantErr != "" {
-				require.ErrorContains(t, err, tc.wantErr)
-				return
-			}
-			require.NoError(t, err)
-			assert.Equal(t, "/p", c.PidFile)
-		})
-	}
-}
-
 // TestStartChildSharesProcessGroup: the child lives on after startChild
 // returns, in the caller's process group, and both PIDs are in the file.
 func TestStartChildSharesProcessGroup(t *testing.T) {

@@ -91,6 +91,13 @@ func TestParseConf(t *testing.T) {
 		{name: "negative hangAdd", in: `{"hangAdd":"-1s"}`, wantErr: "negative duration"},
 		{name: "bad waitTimeout", in: `{"waitTimeout":"x"}`, wantErr: "invalid waitTimeout"},
 		{name: "delRequiresAdd without stateDir", in: `{"delRequiresAdd":true}`, wantErr: "needs stateDir"},
+		{name: "pidFile without hangAdd", in: `{"pidFile":"/p"}`, wantErr: "pidFile needs hangAdd"},
+		{name: "pidFile with zero hangAdd", in: `{"pidFile":"/p","hangAdd":"0s"}`, wantErr: "pidFile needs hangAdd"},
+		{
+			name:  "pidFile with hangAdd",
+			in:    `{"pidFile":"/p","hangAdd":"1s"}`,
+			check: func(t *testing.T, c *NetConf) { assert.Equal(t, "/p", c.PidFile) },
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
