@@ -200,23 +200,13 @@ func (s *DiskStore) Remove(key Key) error {
 	if !exists {
 		return nil
 	}
-	if err := s.removeTemps(key); err != nil {
+	// Also the temp file a crash may have left (only key's lock holder
+	// creates it); removeDurable's directory sync covers both.
+	if err := removeTemp(s.fs, s.recordPath(key)); err != nil {
 		return fmt.Errorf("remove record %s: %w", key, err)
 	}
 	if err := removeDurable(s.fs, s.recordPath(key)); err != nil {
 		return fmt.Errorf("remove record %s: %w", key, err)
-	}
-	return nil
-}
-
-// removeTemps removes the temp file that a crash in the middle of a
-// durable replace of key's record left behind (tempPath); only key's lock
-// holder creates it. The removal of the record that follows syncs the
-// directory.
-func (s *DiskStore) removeTemps(key Key) error {
-	tmp := tempPath(s.recordPath(key))
-	if err := s.fs.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("remove stale temp file: %w", err)
 	}
 	return nil
 }

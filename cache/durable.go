@@ -34,16 +34,19 @@ const (
 // The temp file's name is fixed per path (tempPath): record writes happen
 // only under the attachment's lock, so there is never a second writer, and
 // the leftover of a crash is found by name (Remove unlinks it) rather than
-// by listing a directory that may hold 10,000 records. A leftover is
-// unlinked first and the temp is created O_EXCL, so a symlink planted at
-// the temp name is never followed.
+// by listing a directory that may hold 10,000 records. The temp is created
+// O_EXCL, so a symlink planted at the temp name is never followed: a
+// leftover is unlinked and the create retried once.
 func writeFileDurable(fsys afero.Fs, path string, data []byte) (err error) {
 	dir := filepath.Dir(path)
 	tmp := tempPath(path)
-	if err := fsys.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("remove stale temp file %s: %w", tmp, err)
-	}
 	f, err := fsys.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, filePerm)
+	if errors.Is(err, fs.ErrExist) {
+		if err := removeTemp(fsys, path); err != nil {
+			return err
+		}
+		f, err = fsys.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, filePerm)
+	}
 	if err != nil {
 		return fmt.Errorf("create temp file for %s: %w", path, err)
 	}
@@ -82,6 +85,17 @@ func writeFileDurable(fsys afero.Fs, path string, data []byte) (err error) {
 func tempPath(path string) string {
 	dir, base := filepath.Split(path)
 	return filepath.Join(dir, "."+base+tmpExt)
+}
+
+// removeTemp unlinks the temp file of path that a crash in the middle of
+// writeFileDurable left behind, if there is one. It does not sync the
+// directory: the caller's next durable step does.
+func removeTemp(fsys afero.Fs, path string) error {
+	tmp := tempPath(path)
+	if err := fsys.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove stale temp file %s: %w", tmp, err)
+	}
+	return nil
 }
 
 // tempName returns a unique hidden name next to path, ending in ".tmp", for

@@ -167,8 +167,8 @@ func checkDelOutcome(t *testing.T, eng *Engine, world *fakeExec, r Request, err 
 // what an ADD and a DEL of a three-delegate chain cost: n+1 = 4 durable
 // writes (file syncs) for the ADD, the first creating the record (one
 // rename and one directory sync), the others appending; none for the DEL,
-// whose removal costs one directory sync. Both also unlink the record's
-// temp file in case a crash left one (an unlink that finds nothing).
+// whose removal costs one directory sync and also unlinks the record's temp
+// file in case a crash left one (an unlink that finds nothing).
 func TestDurableWritesPerAdd(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "catena")
 	fsys := faultfs.New(afero.NewOsFs())
@@ -187,7 +187,7 @@ func TestDurableWritesPerAdd(t *testing.T) {
 	for _, op := range faultfs.Ops {
 		add[op] = fsys.Count(op)
 	}
-	assert.Equal(t, map[faultfs.Op]int{faultfs.OpCreate: 1, faultfs.OpRemove: 1, faultfs.OpWrite: 4, faultfs.OpSync: 4, faultfs.OpSyncDir: 1, faultfs.OpRename: 1}, prune(add))
+	assert.Equal(t, map[faultfs.Op]int{faultfs.OpCreate: 1, faultfs.OpWrite: 4, faultfs.OpSync: 4, faultfs.OpSyncDir: 1, faultfs.OpRename: 1}, prune(add))
 
 	fsys.ResetCounts()
 	require.NoError(t, eng.Del(t.Context(), req(conf, "c1")))
