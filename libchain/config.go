@@ -9,6 +9,7 @@ package libchain
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"strings"
 	"time"
@@ -61,6 +62,9 @@ type Delegate struct {
 	// fields holds every field of the delegate's config verbatim, so that
 	// unknown fields pass through unchanged.
 	fields map[string]json.RawMessage
+	// runtimeConfig is fields["runtimeConfig"] decoded (nil if absent): the
+	// base into which the runtime's keys are injected.
+	runtimeConfig map[string]json.RawMessage
 }
 
 // String names the delegate in messages: "delegate 1 (portmap)".
@@ -175,8 +179,7 @@ func parseDelegate(i int, data json.RawMessage, parentVersion string) (Delegate,
 		}
 	}
 	if rc, ok := d.fields["runtimeConfig"]; ok {
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(rc, &m); err != nil || m == nil {
+		if err := json.Unmarshal(rc, &d.runtimeConfig); err != nil || d.runtimeConfig == nil {
 			return d, configError(field+".runtimeConfig", "not an object")
 		}
 	}
@@ -238,14 +241,9 @@ func (d Delegate) Config(name string, runtimeConfig map[string]json.RawMessage) 
 	if out["cniVersion"], err = json.Marshal(d.CNIVersion); err != nil {
 		return nil, fmt.Errorf("%s: encoding cniVersion: %w", d, err)
 	}
-	rc := map[string]json.RawMessage{}
-	if static, ok := d.fields["runtimeConfig"]; ok {
-		if err := json.Unmarshal(static, &rc); err != nil {
-			return nil, fmt.Errorf("%s: runtimeConfig is not an object: %w", d, err)
-		}
-		if rc == nil { // null: ParseConfig refuses it, but never panic
-			rc = map[string]json.RawMessage{}
-		}
+	rc := maps.Clone(d.runtimeConfig)
+	if rc == nil {
+		rc = map[string]json.RawMessage{}
 	}
 	injected := false
 	for key, val := range runtimeConfig {

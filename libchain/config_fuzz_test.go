@@ -110,7 +110,7 @@ func TestDelegateRuntimeConfigMustBeAnObject(t *testing.T) {
 	  "delegates":[{"type":"x","runtimeConfig":{"a":2},"capabilities":{"b":true}}]}`))
 	require.NoError(t, err)
 	d := conf.Delegates[0]
-	d.fields["runtimeConfig"] = json.RawMessage(`null`) // as if ParseConfig had let it through
+	d.runtimeConfig = nil // what a null would decode to, had ParseConfig let it through
 	var fields map[string]json.RawMessage
 	require.NotPanics(t, func() { fields, err = d.Config(conf.Name, conf.RuntimeConfig) })
 	require.NoError(t, err)
