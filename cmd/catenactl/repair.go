@@ -143,7 +143,7 @@ func onlyAttachment(s cache.Store, network, container string) (cache.Key, error)
 
 func printRepair(w io.Writer, out repairOutput) error {
 	if ab := out.Abandoned; ab != nil {
-		fmt.Fprintf(w, "abandoned delegate %d of %s at %s\n", ab.Index, ab.Key, timestamp(ab.At))
+		fmt.Fprintf(w, "abandoned delegate %d of %s at %s\n", ab.Index, printable(ab.Key.String()), timestamp(ab.At))
 	}
 	rep := out.RepairReport
 	if len(rep.Repaired)+len(rep.Failed)+len(rep.Skipped) == 0 {
