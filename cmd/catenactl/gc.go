@@ -56,13 +56,18 @@ past errors, reports them all, and then exits 1.`,
 				return err
 			}
 			defer func() { _ = closeLog() }()
+			if err := checkRecordsDir(req.Conf.CacheDir, req.Conf.Name); err != nil {
+				return err
+			}
 			if validFile != "" {
 				if opts.Valid, err = readValidFile(validFile, req.Conf.Name); err != nil {
 					return err
 				}
 			}
 			rep, gcErr := eng.CollectGarbage(cmd.Context(), req, opts)
-			if rep == nil {
+			if rep == nil || (gcErr != nil && len(rep.Errors) == 0) {
+				// GC did not get to the records (it could not list
+				// them): there is no report to print.
 				return gcErr
 			}
 			sortReport([][]cache.Key{rep.TornDown, rep.WouldTearDown}, rep.Skipped, nil)
