@@ -123,35 +123,25 @@ func TestRepairAbandon(t *testing.T) {
 // fail naming the path and the error, and never say that nothing needs
 // teardown or that nothing was torn down.
 func TestCannotListRecords(t *testing.T) {
+	file := func(t *testing.T, p string) { require.NoError(t, os.WriteFile(p, []byte("x"), 0o600)) }
+	symlink := func(t *testing.T, p string) { require.NoError(t, os.Symlink(t.TempDir(), p)) }
 	tests := []struct {
 		name    string
-		plant   func(t *testing.T, f *fixture) string // returns the path to name
+		at      string // under the cache dir
+		plant   func(t *testing.T, path string)
 		wantErr string
 	}{
-		{"records is a file", func(t *testing.T, f *fixture) string {
-			p := filepath.Join(f.cacheDir, "records")
-			require.NoError(t, os.MkdirAll(f.cacheDir, 0o700))
-			require.NoError(t, os.WriteFile(p, []byte("x"), 0o600))
-			return p
-		}, "not a directory"},
-		{"the network's dir is a file", func(t *testing.T, f *fixture) string {
-			p := filepath.Join(f.cacheDir, "records", testNet)
-			require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o700))
-			require.NoError(t, os.WriteFile(p, []byte("x"), 0o600))
-			return p
-		}, "not a directory"},
-		{"the network's dir is a symlink", func(t *testing.T, f *fixture) string {
-			p := filepath.Join(f.cacheDir, "records", testNet)
-			require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o700))
-			require.NoError(t, os.Symlink(t.TempDir(), p))
-			return p
-		}, "is a symlink"},
+		{"records is a file", "records", file, "not a directory"},
+		{"the network's dir is a file", "records/" + testNet, file, "not a directory"},
+		{"the network's dir is a symlink", "records/" + testNet, symlink, "is a symlink"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, args := range [][]string{{"repair"}, {"repair", "--json"}, {"gc", "--stale-netns"}, {"gc", "--stale-netns", "--json"}} {
 				f := newFixture(t, "okplug")
-				path := tt.plant(t, f)
+				path := filepath.Join(f.cacheDir, tt.at)
+				require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o700))
+				tt.plant(t, path)
 				out, stderr, code := f.run(args...)
 				assert.Equal(t, 1, code, "%v: stdout: %s", args, out)
 				assert.NotContains(t, out, "nothing needs teardown", args)
