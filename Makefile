@@ -28,6 +28,7 @@ build:
 		echo "$(GOBUILD) -o $(BIN)/catenactl ./cmd/catenactl"; \
 		$(GOBUILD) -o $(BIN)/catenactl ./cmd/catenactl; \
 	fi
+	$(GOBUILD) -o $(BIN)/catena-agent ./cmd/catena-agent
 	cp -f $(BIN)/catena $(CNI_BIN)/catena.tmp && mv -f $(CNI_BIN)/catena.tmp $(CNI_BIN)/catena
 	$(GOBUILD) -o $(CNI_BIN)/ ./plugins/testing/...
 
