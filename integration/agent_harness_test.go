@@ -2,7 +2,6 @@ package integration
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -248,19 +247,14 @@ func listing(t *testing.T, dir string) map[string]string {
 	return out
 }
 
-// podNetNS is the sandbox's netns path, from libcni's cache entry of it.
-func podNetNS(t *testing.T, id string) string {
-	t.Helper()
-	entries := libcniEntries(t, id)
-	require.Len(t, entries, 1, "libcni's cache entry of sandbox %s", id)
-	raw, err := os.ReadFile(entries[0])
-	require.NoError(t, err)
-	var e struct {
-		NetNS string `json:"netns"`
-	}
-	require.NoError(t, json.Unmarshal(raw, &e))
-	require.NotEmpty(t, e.NetNS)
-	return e.NetNS
+// podNetNS is the netns path of a sandbox made through Catena, from its
+// record (1.6's libcni cache does not hold the netns).
+func (n *agentNode) podNetNS(id string) string {
+	n.t.Helper()
+	rec := readRecord(n.t, filepath.Join(n.w.cacheDir, "records", n.net, id+":eth0.json"))
+	ns, _ := rec["netns"].(string)
+	require.NotEmpty(n.t, ns, "sandbox %s's record has no netns", id)
+	return ns
 }
 
 // sysctlIn reads a sysctl inside the netns at path.
