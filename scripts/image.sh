@@ -9,13 +9,14 @@
 # --runroot under bin/buildah/, vfs driver); buildah also writes its blob-info
 # cache under /var/lib/containers/cache whatever --root says, so it runs in a
 # private mount namespace with a tmpfs over /var/lib: the host is left as
-# found. IMAGE_VERSION overrides the version (default: git describe).
+# found. IMAGE_VERSION sets the tag (default dev, as deploy/catena.yaml has
+# it; e.g. IMAGE_VERSION=$(git describe --always) for an upgrade).
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 log() { printf 'image: %s\n' "$*" >&2; }
 
-version="${IMAGE_VERSION:-$(git -C "$repo" describe --tags --always --dirty 2>/dev/null || echo dev)}"
+version="${IMAGE_VERSION:-dev}"
 if [[ ! "$version" =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ ]]; then
 	log "error: version ${version@Q} is not a valid image tag"
 	exit 1
