@@ -80,6 +80,19 @@ func newAgentNode(t *testing.T, v *containerdVersion) *agentNode {
 	return n
 }
 
+// onBothContainerds runs body on a node of each containerd version, with
+// the primary [bridge + host-local, portmap] in place and loaded.
+func onBothContainerds(t *testing.T, body func(t *testing.T, n *agentNode)) {
+	for _, v := range []containerdVersion{containerd24(), containerd16()} {
+		t.Run("containerd "+v.name, func(t *testing.T) {
+			n := newAgentNode(t, &v)
+			n.writePrimary(n.primary())
+			n.waitLoaded(false)
+			body(t, n)
+		})
+	}
+}
+
 // primary is the primary's conflist: [bridge + host-local, portmap] and
 // extra plugins.
 func (n *agentNode) primary(extra ...string) string {
