@@ -47,6 +47,12 @@ type containerd struct {
 // Failing to start is a test failure with containerd's log, never a skip.
 func startContainerd(t *testing.T, v containerdVersion, conflist string) *containerd {
 	t.Helper()
+	return startContainerdWithBin(t, v, cniPath, conflist)
+}
+
+// startContainerdWithBin is startContainerd with binDir as the CNI bin dir.
+func startContainerdWithBin(t *testing.T, v containerdVersion, binDir, conflist string) *containerd {
+	t.Helper()
 	requireRoot(t)
 	v.requireBinaries(t)
 	dir, err := os.MkdirTemp("", "ctd")
@@ -59,7 +65,7 @@ func startContainerd(t *testing.T, v containerdVersion, conflist string) *contai
 		writeAtomic(t, filepath.Join(d.confDir, "10-catena-it.conflist"), []byte(conflist))
 	}
 	cfg := filepath.Join(dir, "config.toml")
-	writeAtomic(t, cfg, []byte(v.config(dir, cniPath, d.confDir)))
+	writeAtomic(t, cfg, []byte(v.config(dir, binDir, d.confDir)))
 	image := buildPauseImage(t, dir)
 
 	logf, err := os.Create(d.logPath)

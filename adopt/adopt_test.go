@@ -1,0 +1,188 @@
+package adopt
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/containernetworking/cni/pkg/types"
+	"github.com/spf13/afero"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/libchain"
+)
+
+// fakeExecutor records what Catena's engine invokes.
+type fakeExecutor struct{ calls []call }
+
+var _ libchain.Executor = (*fakeExecutor)(nil)
+
+func (f *fakeExecutor) Add(context.Context, libchain.Call) (types.Result, error) {
+	panic("adopted attachments are never added")
+}
+
+func (f *fakeExecutor) Run(_ context.Context, c libchain.Call) error {
+	f.calls = append(f.calls, call{Verb: c.Verb, Type: c.Type, Stdin: string(c.Config)})
+	return nil
+}
+
+// world is a libcni cache dir and a Catena cache dir on the real filesystem.
+type world struct {
+	libcniDir, catenaDir string
+	store                *cache.DiskStore
+	log                  *bytes.Buffer
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	root := t.TempDir()
+	w := &world{libcniDir: filepath.Join(root, "libcni"), catenaDir: filepath.Join(root, "catena"), log: &bytes.Buffer{}}
+	w.store = cache.NewDiskStore(afero.NewOsFs(), w.catenaDir, cache.NewFlockLocker(filepath.Join(w.catenaDir, cache.LocksDir)))
+	return w
+}
+
+func (w *world) resultsDir() string { return filepath.Join(w.libcniDir, "results") }
+
+// adopt runs Adopt as catena-agent does: no store injected, the real
+// DiskStore and FlockLocker built from CacheDir.
+func (w *world) adopt(t *testing.T, conf string) (Report, error) {
+	t.Helper()
+	return Adopt(context.Background(), Options{
+		ResultsDir: w.resultsDir(), CacheDir: w.catenaDir, ConfList: []byte(conf),
+		Logger: slog.New(slog.NewTextHandler(w.log, nil)),
+	})
+}
+
+// catenaConf wraps conf's plugins as Catena's delegates, as the agent does.
+func catenaConf(t *testing.T, conf, cacheDir string) *libchain.NetConf {
+	t.Helper()
+	var m map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal([]byte(conf), &m))
+	wrapped, err := json.Marshal(map[string]any{
+		"cniVersion": m["cniVersion"], "name": m["name"], "type": "catena", "cacheDir": cacheDir,
+		"capabilities": map[string]bool{"portMappings": true, "mac": true}, "delegates": m["plugins"],
+	})
+	require.NoError(t, err)
+	nc, err := libchain.ParseConfig(wrapped)
+	require.NoError(t, err)
+	return nc
+}
+
+var testPod = pod{
+	// Container IDs may contain '-': the file name alone is ambiguous.
+	ContainerID: "pod-a-0123456789abcdef", IfName: "eth0", NetNS: "/var/run/netns/cni-1234",
+	Args: [][2]string{{"K8S_POD_NAMESPACE", "default"}, {"K8S_POD_NAME", "web-1"}},
+	CapArgs: map[string]any{
+		"portMappings": []map[string]any{{"hostPort": 8080, "containerPort": 80, "protocol": "tcp"}},
+		"bandwidth":    map[string]any{"ingressRate": 1000}, // declared false: must not reach portmap
+		"mac":          "0a:58:0a:16:00:05",
+	},
+}
+
+// TestAdoptRecordsWhatLibcniSent: the adopted record holds, per delegate,
+// exactly the config real libcni sent it on ADD (prevResult aside), every
+// step added, the cached result on the last step and the record.
+func TestAdoptRecordsWhatLibcniSent(t *testing.T) {
+	w := newWorld(t)
+	adds := addThroughLibcni(t, primaryConf, w.libcniDir, testPod)
+	require.Len(t, adds, 3)
+
+	rep, err := w.adopt(t, primaryConf)
+	require.NoError(t, err)
+	assert.Equal(t, Report{Adopted: 1}, rep)
+
+	key := cache.Key{Network: "k8s-pod-net", ContainerID: testPod.ContainerID, IfName: "eth0"}
+	rec, err := w.store.Load(key)
+	require.NoError(t, err)
+	assert.Equal(t, cache.PhaseComplete, rec.Phase)
+	assert.Equal(t, "1.0.0", rec.CNIVersion)
+	assert.Equal(t, testPod.NetNS, rec.NetNS)
+	assert.Equal(t, "K8S_POD_NAMESPACE=default;K8S_POD_NAME=web-1", rec.Args)
+	require.Len(t, rec.Steps, 3)
+	for i, s := range rec.Steps {
+		assert.Equal(t, i, s.Index)
+		assert.Equal(t, adds[i].Type, s.Type)
+		assert.Equal(t, cache.StepAdded, s.State)
+		assert.Equal(t, "1.0.0", s.CNIVersion)
+		assert.JSONEq(t, withoutPrevResult(t, adds[i].Stdin), string(s.Config), "delegate %d (%s)", i, s.Type)
+	}
+	assert.JSONEq(t, `{"portMappings":[{"containerPort":80,"hostPort":8080,"protocol":"tcp"}]}`, runtimeConfigOf(t, rec.Steps[1]),
+		"bandwidth is declared false: it does not reach portmap")
+	assert.JSONEq(t, `{"mac":"0a:58:0a:16:00:05"}`, runtimeConfigOf(t, rec.Steps[2]), "libcni replaces a static runtimeConfig")
+	assert.Empty(t, runtimeConfigOf(t, rec.Steps[0]), "bridge declares no capability")
+	assert.Empty(t, rec.Steps[0].Result)
+	assert.Empty(t, rec.Steps[1].Result)
+	require.NotEmpty(t, rec.Result)
+	assert.JSONEq(t, string(rec.Result), string(rec.Steps[2].Result))
+	assert.Contains(t, string(rec.Result), "10.22.0.5/24")
+	assert.Contains(t, w.log.String(), "adopted attachment")
+	assert.Contains(t, w.log.String(), key.String())
+}
+
+// TestAdoptedTeardownEqualsLibcniDel: Catena's DEL of an adopted attachment
+// invokes the same delegates, in the same order, with the same stdin
+// (prevResult included) as libcni's own DEL through the primary would; then
+// the record is gone. Catena's current delegates differ (tuning is gone
+// from today's primary) to show that the cached config is what counts.
+func TestAdoptedTeardownEqualsLibcniDel(t *testing.T) {
+	w := newWorld(t)
+	addThroughLibcni(t, primaryConf, w.libcniDir, testPod)
+	_, err := w.adopt(t, primaryConf)
+	require.NoError(t, err)
+
+	today := `{"cniVersion":"1.0.0","name":"k8s-pod-net","plugins":[{"type":"bridge","bridge":"cni1"}]}`
+	x := &fakeExecutor{}
+	eng := &libchain.Engine{Store: w.store, Exec: x}
+	req := libchain.Request{Conf: catenaConf(t, today, w.catenaDir), Args: libchain.RuntimeArgs{
+		ContainerID: testPod.ContainerID, IfName: "eth0", Path: "/opt/cni/bin"}}
+	require.NoError(t, eng.Del(context.Background(), req))
+
+	want := delThroughLibcni(t, w.libcniDir, "k8s-pod-net", testPod)
+	require.Len(t, want, 3)
+	require.Len(t, x.calls, len(want))
+	for i := range want {
+		assert.Equal(t, want[i].Verb, x.calls[i].Verb)
+		assert.Equal(t, want[i].Type, x.calls[i].Type)
+		assert.JSONEq(t, want[i].Stdin, x.calls[i].Stdin, "DEL %d (%s)", i, want[i].Type)
+	}
+	assert.Equal(t, []string{"tuning", "portmap", "bridge"}, []string{x.calls[0].Type, x.calls[1].Type, x.calls[2].Type})
+	_, err = w.store.Load(cache.Key{Network: "k8s-pod-net", ContainerID: testPod.ContainerID, IfName: "eth0"})
+	require.ErrorIs(t, err, cache.ErrNotFound)
+}
+
+// TestAdoptIsIdempotent: a second pass finds the record and leaves it
+// byte for byte alone.
+func TestAdoptIsIdempotent(t *testing.T) {
+	w := newWorld(t)
+	addThroughLibcni(t, primaryConf, w.libcniDir, testPod)
+	other := testPod
+	other.ContainerID, other.IfName = "b1", "net1"
+	addThroughLibcni(t, primaryConf, w.libcniDir, other)
+
+	rep, err := w.adopt(t, primaryConf)
+	require.NoError(t, err)
+	require.Equal(t, Report{Adopted: 2}, rep)
+	key := cache.Key{Network: "k8s-pod-net", ContainerID: "b1", IfName: "net1"}
+	before, err := os.ReadFile(w.store.Path(key))
+	require.NoError(t, err)
+
+	rep, err = w.adopt(t, primaryConf)
+	require.NoError(t, err)
+	assert.Equal(t, Report{AlreadyPresent: 2}, rep)
+	after, err := os.ReadFile(w.store.Path(key))
+	require.NoError(t, err)
+	assert.Equal(t, before, after)
+}
+
+func runtimeConfigOf(t *testing.T, s cache.Step) string {
+	t.Helper()
+	var m map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(s.Config, &m))
+	return string(m["runtimeConfig"])
+}

@@ -1,0 +1,140 @@
+package adopt
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/containernetworking/cni/libcni"
+	"github.com/containernetworking/cni/pkg/types/create"
+
+	"github.com/catena-cni/catena/cache"
+)
+
+// errCatenaOwn marks an entry made through Catena itself: Catena keeps its
+// own record of it, and adopting it could resurrect a record that a DEL has
+// just removed (libcni drops its cache file only after the DEL).
+var errCatenaOwn = errors.New("made through catena, which keeps its own record")
+
+// buildRecord renders e as the record a Catena ADD would have left: every
+// delegate added, each with the config libcni sent it, the last one with
+// the final result. The cached conflist is used, not today's.
+func buildRecord(e *entry) (*cache.Record, error) {
+	list, err := libcni.NetworkConfFromBytes(e.Config)
+	if err != nil {
+		return nil, fmt.Errorf("cached config: %w", err)
+	}
+	key := cache.Key{Network: list.Name, ContainerID: e.ContainerID, IfName: e.IfName}
+	switch {
+	case list.Name != e.NetworkName:
+		return nil, fmt.Errorf("cached config is of network %q, not %q", list.Name, e.NetworkName)
+	case len(list.Plugins) == 0:
+		return nil, errors.New("cached config has no inline plugins")
+	}
+	if err := key.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid attachment: %w", err)
+	}
+	result, err := convertResult(e.Result, list.CNIVersion)
+	if err != nil {
+		return nil, err
+	}
+	rec := &cache.Record{
+		Key:        key,
+		Phase:      cache.PhaseComplete,
+		CNIVersion: list.CNIVersion,
+		NetNS:      e.NetNS,
+		Args:       cniArgs(e.CNIArgs),
+		Result:     result,
+		Created:    e.modTime,
+	}
+	for i, p := range list.Plugins {
+		step, err := buildStep(i, list, p, e)
+		if err != nil {
+			return nil, err
+		}
+		rec.Steps = append(rec.Steps, step)
+	}
+	rec.Steps[len(rec.Steps)-1].Result = result
+	return rec, nil
+}
+
+func buildStep(i int, list *libcni.NetworkConfigList, p *libcni.PluginConfig, e *entry) (cache.Step, error) {
+	typ := p.Network.Type
+	if err := checkType(typ); err != nil {
+		return cache.Step{}, fmt.Errorf("plugin %d: %w", i, err)
+	}
+	if typ == "catena" {
+		return cache.Step{}, errCatenaOwn
+	}
+	conf, err := addConfig(list.Name, list.CNIVersion, p, e.CapabilityArgs)
+	if err != nil {
+		return cache.Step{}, fmt.Errorf("plugin %d (%s): %w", i, typ, err)
+	}
+	return cache.Step{
+		Index: i, Type: typ, CNIVersion: list.CNIVersion, Config: conf, State: cache.StepAdded,
+		Started: e.modTime, Finished: e.modTime,
+	}, nil
+}
+
+// addConfig is the config libcni sent the plugin on ADD, without
+// prevResult: its buildOneConfig (name and the list's cniVersion injected)
+// then injectRuntimeConfig (the capability args the plugin declares, as
+// the whole runtimeConfig).
+func addConfig(name, cniVersion string, p *libcni.PluginConfig, capArgs map[string]json.RawMessage) (json.RawMessage, error) {
+	conf, err := libcni.InjectConf(p, map[string]any{"name": name, "cniVersion": cniVersion})
+	if err != nil {
+		return nil, err
+	}
+	rc := map[string]any{}
+	for capability, supported := range conf.Network.Capabilities {
+		if v, ok := capArgs[capability]; ok && supported {
+			rc[capability] = v
+		}
+	}
+	if len(rc) > 0 {
+		if conf, err = libcni.InjectConf(conf, map[string]any{"runtimeConfig": rc}); err != nil {
+			return nil, err
+		}
+	}
+	return conf.Bytes, nil
+}
+
+// checkType accepts only a plain binary name, as Catena resolves a
+// delegate's type inside CNI_PATH and nowhere else.
+func checkType(t string) error {
+	switch {
+	case t == "" || t == "." || t == "..":
+		return fmt.Errorf("type %q is not a plugin name", t)
+	case strings.ContainsAny(t, "/\\\x00"):
+		return fmt.Errorf("type %q is not a plain binary name", t)
+	}
+	return nil
+}
+
+// convertResult renders the cached result in the list's version, as libcni
+// hands it to every plugin's DEL.
+func convertResult(raw json.RawMessage, want string) (json.RawMessage, error) {
+	r, err := create.CreateFromBytes(raw)
+	if err != nil {
+		return nil, fmt.Errorf("cached result: %w", err)
+	}
+	conv, err := r.GetAsVersion(want)
+	if err != nil {
+		return nil, fmt.Errorf("cached result: converting from %s to %s: %w", r.Version(), want, err)
+	}
+	out, err := json.Marshal(conv)
+	if err != nil {
+		return nil, fmt.Errorf("cached result: encoding: %w", err)
+	}
+	return out, nil
+}
+
+// cniArgs renders libcni's args as CNI_ARGS, as its invoke package does.
+func cniArgs(args [][2]string) string {
+	parts := make([]string, len(args))
+	for i, kv := range args {
+		parts[i] = kv[0] + "=" + kv[1]
+	}
+	return strings.Join(parts, ";")
+}

@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/afero"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/catena-cni/catena/libchain"
+	"github.com/catena-cni/catena/nodeconf"
+)
+
+// Defaults of the node's paths.
+const (
+	defaultConfDir    = "/etc/cni/net.d"
+	defaultBinDir     = "/opt/cni/bin"
+	defaultConfName   = "00-catena.conflist"
+	defaultResultsDir = "/var/lib/cni/results"
+	defaultListenAddr = "127.0.0.1:9617"
+	defaultResync     = 30 * time.Second
+)
+
+// env is what catena-agent takes from its process, so tests can run it in
+// process against their own directories.
+type env struct {
+	stdout, stderr io.Writer
+	fs             afero.Fs
+	getenv         func(string) string
+	// selfDir is the directory of the catena-agent executable: the default
+	// source of the binaries it installs.
+	selfDir string
+}
+
+// usageError is a command line mistake: exit code 2.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// run executes catena-agent with args and returns the exit code: 0 on
+// success, 1 on failure, 2 on a usage error.
+func run(args []string, e env) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runContext(ctx, args, e)
+}
+
+func runContext(ctx context.Context, args []string, e env) int {
+	root := newRootCmd(e)
+	root.SetArgs(args)
+	_, _, err := root.Find(args)
+	if err != nil {
+		err = &usageError{err}
+	} else {
+		err = root.ExecuteContext(ctx)
+	}
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintf(e.stderr, "catena-agent: %v\n", err)
+	var ue *usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintln(e.stderr, "run 'catena-agent --help' for usage")
+		return 2
+	}
+	return 1
+}
+
+func newRootCmd(e env) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "catena-agent",
+		Short: "Install Catena in front of a node's primary CNI and keep it installed",
+		Long: `catena-agent puts the Catena CNI meta-plugin in front of the node's primary CNI.
+
+It reads the primary's network config (the file the runtime would load: the
+lexically first .conf, .conflist or .json in the conf dir, or --primary-conf),
+and writes --conf-name (default ` + defaultConfName + `, which sorts first) in
+the same dir: the primary's name, cniVersion, disableCheck and disableGC, and one
+plugin, catena, whose delegates are the primary's plugins verbatim. The file
+carries a marker ("catena.dev/generated") naming the primary and its sha256.
+It copies catena and catenactl into the CNI bin dir, and, before each write of
+the generated file, adopts the attachments the primary made before (from the
+runtime's libcni cache, --results-dir), so their DEL still tears them down.
+
+Writes are atomic (temp file in the same dir, fsync, rename, fsync of the dir)
+and happen only when content changes. A primary that is invalid, half-written,
+missing or already Catena's is never wrapped: the last good generated file
+stays, and the reason is logged. No subcommand ever removes the generated file
+except uninstall.
+
+Every flag can also be set by the environment, e.g. --lock-timeout by
+CATENA_AGENT_LOCK_TIMEOUT (the DaemonSet's ConfigMap does this); a flag on the
+command line wins.
+
+Exit codes: 0 success, 1 failure (the message says why), 2 usage error.`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.SetOut(e.stdout)
+	root.SetErr(e.stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return flagsFromEnv(cmd.Flags(), e.getenv) }
+	root.AddCommand(installCmd(e), uninstallCmd(e), runCmd(e))
+	return root
+}
+
+// installFlags are the flags of install and run.
+type installFlags struct {
+	cfg        nodeconf.Config
+	resultsDir string
+	resync     time.Duration
+	logLevel   string
+}
+
+func (f *installFlags) register(cmd *cobra.Command, e env) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.cfg.ConfDir, "cni-conf-dir", defaultConfDir, "the runtime's CNI conf dir")
+	fl.StringVar(&f.cfg.BinDir, "cni-bin-dir", defaultBinDir, "the CNI bin dir catena and catenactl are copied into (\"\": copy nothing)")
+	fl.StringVar(&f.cfg.SourceDir, "source-dir", e.selfDir, "where the catena and catenactl binaries to install are (default: catena-agent's own dir)")
+	fl.StringVar(&f.cfg.Primary, "primary-conf", "auto", "the primary's file name in the conf dir; auto: what the runtime would load, chosen once and then kept")
+	fl.StringVar(&f.cfg.ConfName, "conf-name", defaultConfName, "the generated conflist's name; it must sort before every other config file")
+	fl.StringVar(&f.resultsDir, "results-dir", defaultResultsDir, "the runtime's libcni cache dir, whose attachments of the primary's network are adopted (\"\": adopt nothing)")
+	fl.DurationVar(&f.resync, "resync", defaultResync, "without --once: re-check everything this often, besides watching the conf dir")
+	fl.StringVar(&f.logLevel, "log-level", "info", "catena-agent's own log level on stderr: debug, info, warn, error")
+	c := &f.cfg.Catena
+	fl.StringVar(&c.CacheDir, "cache-dir", libchain.DefaultCacheDir, "Catena's cacheDir (records, locks)")
+	fl.DurationVar(&c.LockTimeout, "lock-timeout", 0, "Catena's lockTimeout (0: Catena's default, "+libchain.DefaultLockTimeout.String()+")")
+	fl.DurationVar(&c.DelegateTimeout, "delegate-timeout", 0, "Catena's delegateTimeout (0: Catena's default, "+libchain.DefaultDelegateTimeout.String()+")")
+	fl.DurationVar(&c.SlowThreshold, "slow-threshold", 0, "Catena's slowThreshold (0: Catena's default)")
+	fl.DurationVar(&c.GCGracePeriod, "gc-grace-period", 0, "Catena's gcGracePeriod (0: Catena's default, "+libchain.DefaultGCGracePeriod.String()+")")
+	fl.StringVar(&c.LogFile, "catena-log-file", "", "Catena's logFile (\"\": stderr of the runtime)")
+	fl.StringVar(&c.LogLevel, "catena-log-level", "", "Catena's logLevel (\"\": Catena's default)")
+}
+
+// logger returns the agent's own logger, on stderr.
+func (f *installFlags) logger(w io.Writer) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return nil, &usageError{fmt.Errorf("--log-level %q: %w", f.logLevel, err)}
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lvl})), nil
+}
+
+// installer builds the Installer the flags describe.
+func (f *installFlags) installer(e env) (*nodeconf.Installer, error) {
+	if err := f.cfg.Validate(); err != nil {
+		return nil, &usageError{err}
+	}
+	if f.resync <= 0 {
+		return nil, &usageError{fmt.Errorf("--resync %s: must be positive", f.resync)}
+	}
+	log, err := f.logger(e.stderr)
+	if err != nil {
+		return nil, err
+	}
+	i := &nodeconf.Installer{Fs: e.fs, Cfg: f.cfg, Log: log}
+	if f.resultsDir != "" {
+		i.Adopt = adopter(f.resultsDir, f.cfg.Catena.CacheDir, log)
+	}
+	return i, nil
+}
+
+// envPrefix prefixes the environment variable of each flag.
+const envPrefix = "CATENA_AGENT_"
+
+// flagsFromEnv sets each flag not given on the command line from its
+// environment variable, if set: --lock-timeout from CATENA_AGENT_LOCK_TIMEOUT.
+func flagsFromEnv(fl *pflag.FlagSet, getenv func(string) string) error {
+	if getenv == nil {
+		return nil
+	}
+	var err error
+	fl.VisitAll(func(f *pflag.Flag) {
+		name := envName(f.Name)
+		v := getenv(name)
+		if f.Changed || v == "" || err != nil {
+			return
+		}
+		if serr := fl.Set(f.Name, v); serr != nil {
+			err = &usageError{fmt.Errorf("%s=%q: %w", name, v, serr)}
+		}
+	})
+	return err
+}
+
+// envName is the environment variable of a flag.
+func envName(flag string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}

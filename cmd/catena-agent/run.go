@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/catena-cni/catena/agent"
+	"github.com/catena-cni/catena/nodeconf"
+)
+
+func runCmd(e env) *cobra.Command {
+	var f installFlags
+	var addr string
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "The DaemonSet's process: install, keep installed, serve /healthz and /readyz",
+		Long: `run does what install does and keeps doing it (fsnotify on the conf dir and a
+periodic --resync), and serves on --listen-addr:
+
+  /healthz  200 while the install loop is alive (a pass within 3 x --resync)
+  /readyz   200 once the generated conflist is in place, wraps the current
+            primary and sorts first; 503 with the reason otherwise
+
+On SIGTERM it exits leaving every file in place.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			inst, err := f.installer(e)
+			if err != nil {
+				return err
+			}
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return fmt.Errorf("--listen-addr: %w", err)
+			}
+			mux := http.NewServeMux()
+			var health agent.Health
+			health.Register(mux)
+			health.AddReadiness("install", installReady(inst))
+			health.AddLiveness("install", installAlive(inst, f.resync))
+			return agent.RunAll(cmd.Context(),
+				agent.Named{Name: "install", Runnable: agent.RunnableFunc(func(ctx context.Context) error { return inst.Watch(ctx, f.resync) })},
+				agent.Named{Name: "http", Runnable: &agent.Server{Listener: ln, Handler: mux, Log: inst.Log}},
+			)
+		},
+	}
+	f.register(cmd, e)
+	cmd.Flags().StringVar(&addr, "listen-addr", defaultListenAddr, "address of /healthz and /readyz")
+	return cmd
+}
+
+// installReady is ready once a pass found everything in place.
+func installReady(inst *nodeconf.Installer) agent.Check {
+	return func() error {
+		st := inst.Status()
+		switch {
+		case st.At.IsZero():
+			return errors.New("no pass yet")
+		case !st.Ready:
+			return errors.New(st.Reason)
+		}
+		return nil
+	}
+}
+
+// installAlive fails when no pass has ended for 3 resync periods after the
+// first: the loop is stuck.
+func installAlive(inst *nodeconf.Installer, resync time.Duration) agent.Check {
+	start := time.Now()
+	return func() error {
+		last := inst.Status().At
+		if last.IsZero() {
+			last = start
+		}
+		if age := time.Since(last); age > 3*resync {
+			return fmt.Errorf("no install pass for %s", age.Round(time.Second))
+		}
+		return nil
+	}
+}

@@ -1,0 +1,130 @@
+package nodeconf
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/afero"
+)
+
+// WriteFileAtomic makes path hold data with mode perm, only if it does not
+// already: it reports whether it wrote. It writes a hidden temp file in
+// path's own directory (containerd reloads on Rename and Write events in its
+// conf dir, ignores Create, and never sees a file renamed in from
+// elsewhere), fsyncs it, renames it over path and fsyncs the directory. A
+// reader sees the old content or the new, never a partial file; a running
+// executable keeps its inode.
+func WriteFileAtomic(fsys afero.Fs, path string, data []byte, perm os.FileMode) (bool, error) {
+	same, err := sameContent(fsys, path, data, perm)
+	if err != nil {
+		return false, err
+	}
+	if same {
+		return false, nil
+	}
+	dir, base := filepath.Split(path)
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return false, fmt.Errorf("temp name for %s: %w", path, err)
+	}
+	// The temp name has no config extension, so no runtime ever loads it.
+	tmp := filepath.Join(dir, "."+base+"."+hex.EncodeToString(b[:])+".tmp")
+	if err := writeSynced(fsys, tmp, data, perm); err != nil {
+		_ = fsys.Remove(tmp) // best effort: the write's error is the one to report
+		return false, err
+	}
+	if err := fsys.Rename(tmp, path); err != nil {
+		_ = fsys.Remove(tmp) // best effort, as above
+		return false, fmt.Errorf("rename %s to %s: %w", tmp, path, err)
+	}
+	if err := syncDir(fsys, filepath.Clean(dir)); err != nil {
+		return true, err
+	}
+	return true, nil
+}
+
+// writeSynced creates tmp exclusively, writes data, fsyncs and closes it.
+func writeSynced(fsys afero.Fs, tmp string, data []byte, perm os.FileMode) error {
+	f, err := fsys.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, perm)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", tmp, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		_ = f.Close() // the write error is the one to report
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	// The umask may have narrowed perm at create.
+	if err := fsys.Chmod(tmp, perm); err != nil {
+		_ = f.Close() // the chmod error is the one to report
+		return fmt.Errorf("chmod %s: %w", tmp, err)
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close() // the sync error is the one to report
+		return fmt.Errorf("fsync %s: %w", tmp, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", tmp, err)
+	}
+	return nil
+}
+
+// sameContent reports whether path is a regular file holding exactly data
+// with mode perm. A missing file is not an error.
+func sameContent(fsys afero.Fs, path string, data []byte, perm os.FileMode) (bool, error) {
+	fi, err := fsys.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("stat %s: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() || fi.Size() != int64(len(data)) || fi.Mode().Perm() != perm {
+		return false, nil
+	}
+	f, err := fsys.Open(path)
+	if err != nil {
+		return false, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer f.Close()
+	got, err := io.ReadAll(io.LimitReader(f, int64(len(data))+1))
+	if err != nil {
+		return false, fmt.Errorf("read %s: %w", path, err)
+	}
+	return bytes.Equal(got, data), nil
+}
+
+// syncDir fsyncs a directory so that a rename or unlink in it is durable.
+func syncDir(fsys afero.Fs, dir string) error {
+	d, err := fsys.Open(dir)
+	if err != nil {
+		return fmt.Errorf("open dir %s: %w", dir, err)
+	}
+	if err := d.Sync(); err != nil {
+		_ = d.Close() // the sync error is the one to report
+		return fmt.Errorf("fsync dir %s: %w", dir, err)
+	}
+	if err := d.Close(); err != nil {
+		return fmt.Errorf("close dir %s: %w", dir, err)
+	}
+	return nil
+}
+
+// RemoveDurable removes path and fsyncs its directory. A missing path is
+// not an error.
+func RemoveDurable(fsys afero.Fs, path string) (bool, error) {
+	err := fsys.Remove(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("remove %s: %w", path, err)
+	}
+	return true, syncDir(fsys, filepath.Dir(path))
+}

@@ -1,0 +1,223 @@
+package nodeconf
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/afero"
+)
+
+// Config says where Catena is installed and with which options.
+type Config struct {
+	// ConfDir is the runtime's CNI conf dir.
+	ConfDir string
+	// ConfName is the generated file's name; it must sort before the
+	// primary's and end in .conflist.
+	ConfName string
+	// Primary pins the primary's file name; "" or "auto" chooses it as the
+	// runtime would, once, and then keeps it.
+	Primary string
+	// BinDir is the CNI bin dir Catena's binaries are copied into; "" skips
+	// the copy.
+	BinDir string
+	// SourceDir holds the binaries to copy.
+	SourceDir string
+	// Catena are Catena's own options in the generated file.
+	Catena CatenaOptions
+}
+
+// Validate checks the names before anything is read or written.
+func (c Config) Validate() error {
+	switch {
+	case c.ConfDir == "":
+		return errors.New("the CNI conf dir is empty")
+	case c.ConfName != filepath.Base(c.ConfName) || strings.HasPrefix(c.ConfName, "."):
+		return fmt.Errorf("conf name %q: must be a plain, visible file name", c.ConfName)
+	case filepath.Ext(c.ConfName) != ".conflist":
+		return fmt.Errorf("conf name %q: must end in .conflist (it is a list)", c.ConfName)
+	case c.Primary != "" && c.Primary != "auto" && c.Primary == c.ConfName:
+		return fmt.Errorf("primary %q is the generated file's own name", c.Primary)
+	case c.BinDir != "" && c.SourceDir == "":
+		return errors.New("a CNI bin dir needs a source dir of binaries")
+	}
+	return nil
+}
+
+// Adopter gives a record to each attachment the primary made before
+// Catena's file took over (see package adopt). It runs before every write
+// of the generated file.
+type Adopter func(ctx context.Context, p *Primary) error
+
+// Status is the outcome of the last Sync.
+type Status struct {
+	// Ready: the generated file is in place, wraps the current primary and
+	// is the file the runtime loads first.
+	Ready bool
+	// Reason says why not.
+	Reason string
+	// Primary is the primary's file name, once chosen.
+	Primary string
+	// Wrote: this Sync (re)wrote the generated file.
+	Wrote bool
+	// Copied names the binaries this Sync copied.
+	Copied []string
+	// At is when the Sync ended.
+	At time.Time
+}
+
+// Installer keeps Catena's generated conflist and binaries in place.
+type Installer struct {
+	Fs    afero.Fs
+	Cfg   Config
+	Adopt Adopter // nil: nothing to adopt
+	Log   *slog.Logger
+	Now   func() time.Time // default time.Now
+
+	mu     sync.Mutex // one Sync at a time
+	pinned string
+	noted  map[string]bool // earlier-sorting files already logged
+
+	statusMu sync.Mutex // separate, so health checks never wait for a Sync
+	status   Status
+}
+
+// Status returns the outcome of the last Sync.
+func (i *Installer) Status() Status {
+	i.statusMu.Lock()
+	defer i.statusMu.Unlock()
+	return i.status
+}
+
+// Sync does one pass: it reads and wraps the primary, then (only if that
+// worked) installs the binaries, adopts and writes the generated file. On
+// error the generated file is left as it was (the last good one, or none),
+// and the status says why it is not ready.
+func (i *Installer) Sync(ctx context.Context) (Status, error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	st, err := i.sync(ctx)
+	if err != nil {
+		st.Ready, st.Reason = false, err.Error()
+	}
+	if i.Now == nil {
+		i.Now = time.Now
+	}
+	st.At = i.Now()
+	i.statusMu.Lock()
+	i.status = st
+	i.statusMu.Unlock()
+	return st, err
+}
+
+func (i *Installer) sync(ctx context.Context) (Status, error) {
+	var st Status
+	if err := i.Cfg.Validate(); err != nil {
+		return st, err
+	}
+	files, err := ConfFiles(i.Fs, i.Cfg.ConfDir)
+	if err != nil {
+		return st, err
+	}
+	if st.Primary, err = i.choose(files); err != nil {
+		return st, err
+	}
+	p, err := LoadPrimary(i.Fs, i.Cfg.ConfDir, st.Primary)
+	if err != nil {
+		return st, fmt.Errorf("%w; nothing written", err)
+	}
+	out, err := Wrap(p, i.Cfg.Catena)
+	if err != nil {
+		return st, fmt.Errorf("%w; nothing written", err)
+	}
+	// Only now that the primary is known to be usable is anything written;
+	// the binaries first, so the config never names a missing catena.
+	if i.Cfg.BinDir != "" {
+		copied, err := i.InstallBinaries(i.Cfg.SourceDir, i.Cfg.BinDir, Binaries)
+		st.Copied = copied
+		if err != nil {
+			return st, err
+		}
+		if len(copied) > 0 {
+			i.Log.Info("installed binaries", "binDir", i.Cfg.BinDir, "copied", copied)
+		}
+	}
+	path := filepath.Join(i.Cfg.ConfDir, i.Cfg.ConfName)
+	same, err := sameContent(i.Fs, path, out, confPerm)
+	if err != nil {
+		return st, err
+	}
+	if !same {
+		if i.Adopt != nil {
+			if err := i.Adopt(ctx, p); err != nil {
+				return st, fmt.Errorf("adopting the attachments of network %q before wrapping %s: %w", p.List.Name, p.File, err)
+			}
+		}
+		if st.Wrote, err = WriteFileAtomic(i.Fs, path, out, confPerm); err != nil {
+			return st, err
+		}
+		i.Log.Info("wrote the generated conflist", "file", path, "primary", p.File, "sha256", p.SHA256, "network", p.List.Name)
+	}
+	i.pinned = st.Primary
+	if before := shadowing(files, i.Cfg.ConfName); len(before) > 0 {
+		return st, fmt.Errorf("%s sorts before %s: the runtime loads it instead of catena's file (choose a --conf-name that sorts first)", strings.Join(before, ", "), i.Cfg.ConfName)
+	}
+	st.Ready = true
+	return st, nil
+}
+
+// confPerm is the generated file's mode: runtimes and tools read it.
+const confPerm = 0o644
+
+// choose returns the primary's name: --primary-conf, else the one pinned
+// by an earlier pass, else the source named by the generated file already
+// in place (so a restart keeps it), else what the runtime would load.
+func (i *Installer) choose(files []string) (string, error) {
+	if i.Cfg.Primary != "" && i.Cfg.Primary != "auto" {
+		return i.Cfg.Primary, nil
+	}
+	name := i.pinned
+	if name == "" {
+		name = i.previousSource()
+	}
+	if name == "" {
+		return AutoPrimary(files, i.Cfg.ConfName)
+	}
+	for _, f := range files {
+		if f >= name {
+			break
+		}
+		if f != i.Cfg.ConfName && !i.noted[f] {
+			if i.noted == nil {
+				i.noted = map[string]bool{}
+			}
+			i.noted[f] = true
+			i.Log.Warn("a config file sorts before the pinned primary; not switching to it (pass --primary-conf to choose)", "file", f, "primary", name)
+		}
+	}
+	return name, nil
+}
+
+// previousSource returns the primary named by the marker of the generated
+// file in place, or "".
+func (i *Installer) previousSource() string {
+	data, err := readRegular(i.Fs, filepath.Join(i.Cfg.ConfDir, i.Cfg.ConfName), maxConfSize)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			i.Log.Warn("reading the generated conflist for its primary", "error", err)
+		}
+		return ""
+	}
+	m, ok := ReadMarker(data)
+	if !ok || m.Source == i.Cfg.ConfName || m.Source != filepath.Base(m.Source) {
+		return ""
+	}
+	i.Log.Info("keeping the primary named by the generated conflist", "primary", m.Source)
+	return m.Source
+}
