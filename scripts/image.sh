@@ -11,6 +11,9 @@
 # private mount namespace with a tmpfs over /var/lib: the host is left as
 # found. IMAGE_VERSION sets the tag (default dev, as deploy/catena.yaml has
 # it; e.g. IMAGE_VERSION=$(git describe --always) for an upgrade).
+# IMAGE_BIN_DIR takes the binaries from another dir than bin/, and
+# IMAGE_ARCHIVE writes the archive elsewhere (then no .ref is written): the
+# Kubernetes test builds its upgrade image so.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -22,9 +25,10 @@ if [[ ! "$version" =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ ]]; then
 	exit 1
 fi
 ref="localhost/catena:${version}"
+bins="${IMAGE_BIN_DIR:-${repo}/bin}"
 for b in catena catenactl catena-agent; do
-	if [[ ! -x "${repo}/bin/${b}" ]]; then
-		log "error: bin/${b} missing: run make build first"
+	if [[ ! -x "${bins}/${b}" ]]; then
+		log "error: ${bins}/${b} missing: run make build first"
 		exit 1
 	fi
 done
@@ -33,8 +37,20 @@ if ! command -v buildah >/dev/null 2>&1; then
 fi
 
 work="${repo}/bin/buildah"
-archive="${repo}/bin/catena-image.tar"
+archive="${IMAGE_ARCHIVE:-${repo}/bin/catena-image.tar}"
 mkdir -p "${work}/root" "${work}/runroot" "${work}/tmp"
+# The build context: the repo, or a private copy of the Dockerfile and the
+# binaries in its bin/ when IMAGE_BIN_DIR names other ones.
+context="$repo"
+if [[ -n "${IMAGE_BIN_DIR:-}" ]]; then
+	context="$(mktemp -d "${work}/tmp/context.XXXXXX")"
+	trap 'rm -rf "$context"' EXIT
+	mkdir "${context}/bin"
+	cp "${repo}/Dockerfile" "${context}/"
+	for b in catena catenactl catena-agent; do
+		cp "${bins}/${b}" "${context}/bin/${b}"
+	done
+fi
 # An explicit policy, so that nothing depends on /etc/containers/policy.json.
 printf '{"default":[{"type":"insecureAcceptAnything"}]}\n' >"${work}/policy.json"
 rm -f "${archive}.tmp"
@@ -42,13 +58,15 @@ rm -f "${archive}.tmp"
 log "building ${ref}"
 # shellcheck disable=SC2016 # expanded by the inner shell
 unshare -m --propagation private env TMPDIR="${work}/tmp" \
-	WORK="$work" REPO="$repo" REF="$ref" OUT="${archive}.tmp" bash -euo pipefail -c '
+	WORK="$work" CONTEXT="$context" REF="$ref" OUT="${archive}.tmp" bash -euo pipefail -c '
 	mount -t tmpfs -o mode=0755 catena-image /var/lib
 	b() { buildah --root "$WORK/root" --runroot "$WORK/runroot" --storage-driver vfs "$@"; }
-	b bud --signature-policy "$WORK/policy.json" --layers=false -f "$REPO/Dockerfile" -t "$REF" "$REPO"
+	b bud --signature-policy "$WORK/policy.json" --layers=false -f "$CONTEXT/Dockerfile" -t "$REF" "$CONTEXT"
 	b push --signature-policy "$WORK/policy.json" "$REF" "oci-archive:$OUT:$REF"
 	b rmi "$REF" >/dev/null
 '
 mv -f "${archive}.tmp" "$archive"
-printf '%s\n' "$ref" >"${repo}/bin/catena-image.ref"
+if [[ -z "${IMAGE_ARCHIVE:-}" ]]; then
+	printf '%s\n' "$ref" >"${repo}/bin/catena-image.ref"
+fi
 log "wrote ${archive} (${ref})"

@@ -5,6 +5,7 @@
 #
 #   bin/cni/   bridge host-local portmap tuning loopback firewall  (CNI_PATH)
 #   bin/       cnitool
+#   bin/k8s/   etcd and the Kubernetes components (scripts/install-k8s.sh)
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -77,5 +78,6 @@ fi
 
 bash "${repo}/scripts/install-containerd.sh"
 bash "${repo}/scripts/install-buildah.sh"
+bash "${repo}/scripts/install-k8s.sh"
 
 log "done"
