@@ -112,6 +112,10 @@ type Step struct {
 	DelAttempts int       `json:"delAttempts,omitempty"`
 	DelError    string    `json:"delError,omitempty"`
 	AbandonedAt time.Time `json:"abandonedAt,omitzero"`
+
+	// DelFailedSince is when this step's required DEL first failed, in
+	// the failures since its last success: abandonAfter counts from it.
+	DelFailedSince time.Time `json:"delFailedSince,omitzero"`
 }
 
 // Held reports whether the step may hold resources that need a DEL.

@@ -79,6 +79,9 @@ func (e *Engine) teardown(ctx context.Context, conf *NetConf, rec *cache.Record,
 		s.DelAttempts++
 		if err != nil && required {
 			s.State, s.DelError = cache.StepDelFailed, msgOf(err)
+			if s.DelFailedSince.IsZero() {
+				s.DelFailedSince = e.now().UTC()
+			}
 			rec.Phase, rec.LastError = cache.PhaseNeedsTeardown, err.Error()
 			if serr := e.save(rec); serr != nil {
 				return errors.Join(err, fmt.Errorf("recording the failed DEL: %w", serr))
