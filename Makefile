@@ -17,7 +17,7 @@ export CATENA_CNI_PATH := $(CNI_BIN)
 export CATENA_BIN := $(BIN)
 export GOTOOLCHAIN := local
 
-.PHONY: all build plugins test demo bench fuzz clean leak-demo
+.PHONY: all build image plugins test demo bench fuzz clean leak-demo
 
 all: build
 
@@ -31,6 +31,11 @@ build:
 	$(GOBUILD) -o $(BIN)/catena-agent ./cmd/catena-agent
 	cp -f $(BIN)/catena $(CNI_BIN)/catena.tmp && mv -f $(CNI_BIN)/catena.tmp $(CNI_BIN)/catena
 	$(GOBUILD) -o $(CNI_BIN)/ ./plugins/testing/...
+
+# The node image (Dockerfile) as an OCI archive, bin/catena-image.tar, built
+# with Debian's buildah; the reference is in bin/catena-image.ref.
+image: build
+	bash scripts/image.sh
 
 plugins:
 	bash scripts/install-deps.sh

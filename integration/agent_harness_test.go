@@ -2,7 +2,6 @@ package integration
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -79,6 +78,19 @@ func newAgentNode(t *testing.T, v *containerdVersion) *agentNode {
 		}
 	})
 	return n
+}
+
+// onBothContainerds runs body on a node of each containerd version, with
+// the primary [bridge + host-local, portmap] in place and loaded.
+func onBothContainerds(t *testing.T, body func(t *testing.T, n *agentNode)) {
+	for _, v := range []containerdVersion{containerd24(), containerd16()} {
+		t.Run("containerd "+v.name, func(t *testing.T) {
+			n := newAgentNode(t, &v)
+			n.writePrimary(n.primary())
+			n.waitLoaded(false)
+			body(t, n)
+		})
+	}
 }
 
 // primary is the primary's conflist: [bridge + host-local, portmap] and
@@ -248,19 +260,14 @@ func listing(t *testing.T, dir string) map[string]string {
 	return out
 }
 
-// podNetNS is the sandbox's netns path, from libcni's cache entry of it.
-func podNetNS(t *testing.T, id string) string {
-	t.Helper()
-	entries := libcniEntries(t, id)
-	require.Len(t, entries, 1, "libcni's cache entry of sandbox %s", id)
-	raw, err := os.ReadFile(entries[0])
-	require.NoError(t, err)
-	var e struct {
-		NetNS string `json:"netns"`
-	}
-	require.NoError(t, json.Unmarshal(raw, &e))
-	require.NotEmpty(t, e.NetNS)
-	return e.NetNS
+// podNetNS is the netns path of a sandbox made through Catena, from its
+// record (1.6's libcni cache does not hold the netns).
+func (n *agentNode) podNetNS(id string) string {
+	n.t.Helper()
+	rec := readRecord(n.t, filepath.Join(n.w.cacheDir, "records", n.net, id+":eth0.json"))
+	ns, _ := rec["netns"].(string)
+	require.NotEmpty(n.t, ns, "sandbox %s's record has no netns", id)
+	return ns
 }
 
 // sysctlIn reads a sysctl inside the netns at path.

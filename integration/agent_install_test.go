@@ -18,69 +18,64 @@ import (
 // iptables rule, record or libcni cache entry. Without the adoption, the
 // first sandbox's DEL would reach Catena with no record and free nothing.
 func TestAgentInstallAdoptsPreexistingPod(t *testing.T) {
-	for _, v := range []containerdVersion{containerd24(), containerd16()} {
-		t.Run("containerd "+v.name, func(t *testing.T) {
-			n := newAgentNode(t, &v)
-			w, d := n.w, n.d
-			n.writePrimary(n.primary())
-			n.waitLoaded(false)
+	onBothContainerds(t, func(t *testing.T, n *agentNode) {
+		w, d := n.w, n.d
 
-			oldID, err := d.runPod(d.podConfig("before", hostPort()))
-			require.NoError(t, err, d.logTail())
-			_, oldIP, err := d.podStatus(oldID)
-			require.NoError(t, err)
-			require.Equal(t, []string{oldIP}, w.ipamFiles(n.net), "the primary's host-local handed out the IP")
-			require.Positive(t, iptablesMentions(t, oldID), "the primary's portmap rules")
-			require.Empty(t, w.records(n.net), "no Catena yet")
+		oldID, err := d.runPod(d.podConfig("before", hostPort()))
+		require.NoError(t, err, d.logTail())
+		_, oldIP, err := d.podStatus(oldID)
+		require.NoError(t, err)
+		require.Equal(t, []string{oldIP}, w.ipamFiles(n.net), "the primary's host-local handed out the IP")
+		require.Positive(t, iptablesMentions(t, oldID), "the primary's portmap rules")
+		require.Empty(t, w.records(n.net), "no Catena yet")
 
-			start := time.Now()
-			log := n.installOnce()
-			took := time.Since(start)
-			n.waitLoaded(true)
-			assert.Contains(t, log, "adopted attachment")
-			recs := w.records(n.net)
-			require.Len(t, recs, 1, "the pre-existing sandbox is adopted")
-			assert.Contains(t, recs[0], oldID)
-			rec := readRecord(t, recs[0])
-			assert.Equal(t, "complete", rec["phase"])
-			steps, _ := rec["steps"].([]any)
-			require.Len(t, steps, 2)
-			for _, s := range steps {
-				assert.Equal(t, "added", s.(map[string]any)["state"])
-			}
-			assert.Contains(t, fmt.Sprint(rec["result"]), oldIP)
+		start := time.Now()
+		log := n.installOnce()
+		took := time.Since(start)
+		n.waitLoaded(true)
+		assert.Contains(t, log, "adopted attachment")
+		recs := w.records(n.net)
+		require.Len(t, recs, 1, "the pre-existing sandbox is adopted")
+		assert.Contains(t, recs[0], oldID)
+		rec := readRecord(t, recs[0])
+		assert.Equal(t, "complete", rec["phase"])
+		steps, _ := rec["steps"].([]any)
+		require.Len(t, steps, 2)
+		for _, s := range steps {
+			assert.Equal(t, "added", s.(map[string]any)["state"])
+		}
+		assert.Contains(t, fmt.Sprint(rec["result"]), oldIP)
 
-			newID, err := d.runPod(d.podConfig("after", hostPort()))
-			require.NoError(t, err, d.logTail())
-			adds := opsFor(catenaOps(t, w.cacheDir), "ADD", newID)
-			require.Len(t, adds, 1, "the new sandbox's ADD goes through Catena")
-			assert.Equal(t, "ok", adds[0].Outcome)
-			assert.Len(t, w.records(n.net), 2)
-			assert.Len(t, w.ipamFiles(n.net), 2)
-			assert.Len(t, w.hostVeths(), 2)
+		newID, err := d.runPod(d.podConfig("after", hostPort()))
+		require.NoError(t, err, d.logTail())
+		adds := opsFor(catenaOps(t, w.cacheDir), "ADD", newID)
+		require.Len(t, adds, 1, "the new sandbox's ADD goes through Catena")
+		assert.Equal(t, "ok", adds[0].Outcome)
+		assert.Len(t, w.records(n.net), 2)
+		assert.Len(t, w.ipamFiles(n.net), 2)
+		assert.Len(t, w.hostVeths(), 2)
 
-			for _, id := range []string{oldID, newID} {
-				require.NoError(t, d.stopPod(id), d.logTail())
-				require.NoError(t, d.removePod(id), d.logTail())
-			}
-			assert.Empty(t, d.pods())
-			assert.Empty(t, w.ipamFiles(n.net), "no IP held")
-			assert.Empty(t, w.hostVeths(), "no veth")
-			assert.Zero(t, iptablesMentions(t, oldID), "no iptables rule of the adopted sandbox")
-			assert.Zero(t, iptablesMentions(t, newID), "no iptables rule of the new sandbox")
-			assert.Empty(t, w.records(n.net), "no record")
-			assert.Empty(t, libcniEntries(t, oldID))
-			assert.Empty(t, libcniEntries(t, newID))
-			oldDels := opsFor(catenaOps(t, w.cacheDir), "DEL", oldID)
-			require.NotEmpty(t, oldDels)
-			assert.Equal(t, "ok", oldDels[0].Outcome)
-			assert.Len(t, oldDels[0].Calls, 2, "the adopted sandbox's DEL tore down both delegates")
-			t.Logf("containerd %s, install --once: 1 pre-existing sandbox adopted, install took %s; "+
-				"after Stop+Remove of 2 sandboxes: %d IPs, %d veths, %d iptables mentions, %d records; adopted DEL calls %d",
-				v.name, took.Round(time.Millisecond), len(w.ipamFiles(n.net)), len(w.hostVeths()),
-				iptablesMentions(t, oldID)+iptablesMentions(t, newID), len(w.records(n.net)), len(oldDels[0].Calls))
-		})
-	}
+		for _, id := range []string{oldID, newID} {
+			require.NoError(t, d.stopPod(id), d.logTail())
+			require.NoError(t, d.removePod(id), d.logTail())
+		}
+		assert.Empty(t, d.pods())
+		assert.Empty(t, w.ipamFiles(n.net), "no IP held")
+		assert.Empty(t, w.hostVeths(), "no veth")
+		assert.Zero(t, iptablesMentions(t, oldID), "no iptables rule of the adopted sandbox")
+		assert.Zero(t, iptablesMentions(t, newID), "no iptables rule of the new sandbox")
+		assert.Empty(t, w.records(n.net), "no record")
+		assert.Empty(t, libcniEntries(t, oldID))
+		assert.Empty(t, libcniEntries(t, newID))
+		oldDels := opsFor(catenaOps(t, w.cacheDir), "DEL", oldID)
+		require.NotEmpty(t, oldDels)
+		assert.Equal(t, "ok", oldDels[0].Outcome)
+		assert.Len(t, oldDels[0].Calls, 2, "the adopted sandbox's DEL tore down both delegates")
+		t.Logf("containerd %s, install --once: 1 pre-existing sandbox adopted, install took %s; "+
+			"after Stop+Remove of 2 sandboxes: %d IPs, %d veths, %d iptables mentions, %d records; adopted DEL calls %d",
+			n.v.name, took.Round(time.Millisecond), len(w.ipamFiles(n.net)), len(w.hostVeths()),
+			iptablesMentions(t, oldID)+iptablesMentions(t, newID), len(w.records(n.net)), len(oldDels[0].Calls))
+	})
 }
 
 // stopRemoveAll stops and removes every sandbox, requiring success.

@@ -121,7 +121,7 @@ func TestLockHolderWaitersAndRuntimeDeadline(t *testing.T) {
 	assert.Empty(t, w.hostVeths())
 	assert.Empty(t, w.records(net))
 	assert.Empty(t, w.lockFiles(), "lock files do not pile up, not even a dead holder's")
-	ops, err := libchain.ReadEvents(afero.NewOsFs(), w.cacheDir, started)
+	ops, _, err := libchain.ReadEvents(afero.NewOsFs(), w.cacheDir, started)
 	require.NoError(t, err)
 	require.NotEmpty(t, ops)
 	last := ops[len(ops)-1]
@@ -160,7 +160,7 @@ func TestDelegateTimeoutRealChain(t *testing.T) {
 	assert.Empty(t, w.records(net))
 	assert.Empty(t, w.lockFiles())
 
-	ops, err := libchain.ReadEvents(afero.NewOsFs(), w.cacheDir, started)
+	ops, _, err := libchain.ReadEvents(afero.NewOsFs(), w.cacheDir, started)
 	require.NoError(t, err)
 	require.Len(t, ops, 1)
 	op := ops[0]

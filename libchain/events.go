@@ -1,17 +1,12 @@
 package libchain
 
 import (
-	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
-	"time"
 
-	"github.com/spf13/afero"
 	"golang.org/x/sys/unix"
 )
 
@@ -80,36 +75,4 @@ func rotate(f *os.File, path string) error {
 		return fmt.Errorf("event journal: rotate %s: %w", path, err)
 	}
 	return nil
-}
-
-// ReadEvents returns the Ops of cacheDir's journal (the rotated file first)
-// that started at or after since. Lines that do not parse (a torn last
-// line) are skipped.
-func ReadEvents(fsys afero.Fs, cacheDir string, since time.Time) ([]Op, error) {
-	path := EventsPath(cacheDir)
-	var ops []Op
-	for _, p := range []string{path + ".1", path} {
-		f, err := fsys.Open(p)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read event journal: %w", err)
-		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 64<<10), 4<<20)
-		for sc.Scan() {
-			var op Op
-			if json.Unmarshal(sc.Bytes(), &op) != nil || op.Start.Before(since) {
-				continue
-			}
-			ops = append(ops, op)
-		}
-		err = sc.Err()
-		_ = f.Close()
-		if err != nil {
-			return nil, fmt.Errorf("read event journal %s: %w", p, err)
-		}
-	}
-	return ops, nil
 }

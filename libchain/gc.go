@@ -53,6 +53,9 @@ type GCReport struct {
 	// SweptTemps are temp files that crashes left, older than the grace
 	// period, that GC removed.
 	SweptTemps []string `json:"sweptTemps,omitempty"`
+	// PrunedQuarantine are quarantined records that GC removed, past
+	// cache.QuarantineMaxAge or beyond the cache.QuarantineMaxCount newest.
+	PrunedQuarantine []string `json:"prunedQuarantine,omitempty"`
 }
 
 // CollectGarbage tears down Catena's records on req's network that are not
@@ -98,6 +101,13 @@ func (e *Engine) CollectGarbage(ctx context.Context, req Request, opts GCOptions
 		rep.SweptTemps = swept
 		if err != nil {
 			rep.Errors = append(rep.Errors, err.Error())
+		}
+		if p, ok := e.Store.(cache.QuarantinePruner); ok {
+			pruned, err := p.PruneQuarantine(now, cache.QuarantineMaxAge, cache.QuarantineMaxCount)
+			rep.PrunedQuarantine = pruned
+			if err != nil {
+				rep.Errors = append(rep.Errors, err.Error())
+			}
 		}
 	}
 	if opts.StaleNetNS || opts.SkipDelegates || opts.DryRun {

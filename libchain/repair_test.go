@@ -160,8 +160,9 @@ func TestEventJournal(t *testing.T) {
 		require.NoError(t, j.Append(Op{Verb: "ADD", Attachment: "n/c/eth0", Start: t0.Add(time.Duration(i) * time.Minute), Outcome: "ok",
 			Calls: []OpCall{{Index: 0, Type: "bridge", Verb: "ADD", Duration: time.Millisecond}}}))
 	}
-	ops, err := ReadEvents(afero.NewOsFs(), dir, t0.Add(time.Minute))
+	ops, skipped, err := ReadEvents(afero.NewOsFs(), dir, t0.Add(time.Minute))
 	require.NoError(t, err)
+	assert.Zero(t, skipped)
 	require.Len(t, ops, 2)
 	assert.Equal(t, "bridge", ops[0].Calls[0].Type)
 	assert.Equal(t, time.Millisecond, ops[0].Calls[0].Duration)
@@ -184,8 +185,9 @@ func TestEventJournalRotates(t *testing.T) {
 	require.NoError(t, err)
 	assert.Less(t, main.Size(), int64(eventsMaxSize))
 	assert.GreaterOrEqual(t, rotated.Size(), int64(eventsMaxSize))
-	ops, err := ReadEvents(afero.NewOsFs(), dir, time.Time{})
+	ops, skipped, err := ReadEvents(afero.NewOsFs(), dir, time.Time{})
 	require.NoError(t, err)
+	assert.Zero(t, skipped, "a 1 MiB line is read")
 	require.Len(t, ops, 6, "rotation loses nothing")
 	assert.Equal(t, t0, ops[0].Start, "the rotated file is read first")
 }

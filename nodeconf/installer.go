@@ -80,16 +80,18 @@ type Installer struct {
 	Log   *slog.Logger
 	Now   func() time.Time // default time.Now
 
-	mu     sync.Mutex
+	mu     sync.Mutex // one Sync at a time
 	pinned string
 	noted  map[string]bool // earlier-sorting files already logged
-	status Status
+
+	statusMu sync.Mutex // separate, so health checks never wait for a Sync
+	status   Status
 }
 
 // Status returns the outcome of the last Sync.
 func (i *Installer) Status() Status {
-	i.mu.Lock()
-	defer i.mu.Unlock()
+	i.statusMu.Lock()
+	defer i.statusMu.Unlock()
 	return i.status
 }
 
@@ -108,7 +110,9 @@ func (i *Installer) Sync(ctx context.Context) (Status, error) {
 		i.Now = time.Now
 	}
 	st.At = i.Now()
+	i.statusMu.Lock()
 	i.status = st
+	i.statusMu.Unlock()
 	return st, err
 }
 

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
@@ -254,4 +255,30 @@ func TestConfigValidate(t *testing.T) {
 			assert.ErrorContains(t, err, tc.wantErr)
 		}
 	}
+}
+
+// TestStatusDuringSync: health checks read the status while a Sync is
+// blocked in adoption, without waiting for it.
+func TestStatusDuringSync(t *testing.T) {
+	inst, _ := newTestInstaller(t, map[string]string{"10-a.conflist": bridgeCL})
+	inAdopt, release := make(chan struct{}), make(chan struct{})
+	inst.Adopt = func(context.Context, *Primary) error {
+		close(inAdopt)
+		<-release
+		return nil
+	}
+	done := make(chan error, 1)
+	go func() { _, err := inst.Sync(context.Background()); done <- err }()
+	<-inAdopt
+	got := make(chan Status, 1)
+	go func() { got <- inst.Status() }()
+	select {
+	case st := <-got:
+		assert.False(t, st.Ready)
+	case <-time.After(2 * time.Second):
+		t.Error("Status waited for the Sync")
+	}
+	close(release)
+	require.NoError(t, <-done)
+	assert.True(t, inst.Status().Ready)
 }

@@ -76,5 +76,6 @@ else
 fi
 
 bash "${repo}/scripts/install-containerd.sh"
+bash "${repo}/scripts/install-buildah.sh"
 
 log "done"

@@ -8,11 +8,13 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/afero"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/catena-cni/catena/libchain"
 	"github.com/catena-cni/catena/nodeconf"
@@ -33,6 +35,7 @@ const (
 type env struct {
 	stdout, stderr io.Writer
 	fs             afero.Fs
+	getenv         func(string) string
 	// selfDir is the directory of the catena-agent executable: the default
 	// source of the binaries it installs.
 	selfDir string
@@ -95,6 +98,10 @@ missing or already Catena's is never wrapped: the last good generated file
 stays, and the reason is logged. No subcommand ever removes the generated file
 except uninstall.
 
+Every flag can also be set by the environment, e.g. --lock-timeout by
+CATENA_AGENT_LOCK_TIMEOUT (the DaemonSet's ConfigMap does this); a flag on the
+command line wins.
+
 Exit codes: 0 success, 1 failure (the message says why), 2 usage error.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
@@ -102,6 +109,7 @@ Exit codes: 0 success, 1 failure (the message says why), 2 usage error.`,
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return flagsFromEnv(cmd.Flags(), e.getenv) }
 	root.AddCommand(installCmd(e), uninstallCmd(e), runCmd(e))
 	return root
 }
@@ -160,4 +168,32 @@ func (f *installFlags) installer(e env) (*nodeconf.Installer, error) {
 		i.Adopt = adopter(f.resultsDir, f.cfg.Catena.CacheDir, log)
 	}
 	return i, nil
+}
+
+// envPrefix prefixes the environment variable of each flag.
+const envPrefix = "CATENA_AGENT_"
+
+// flagsFromEnv sets each flag not given on the command line from its
+// environment variable, if set: --lock-timeout from CATENA_AGENT_LOCK_TIMEOUT.
+func flagsFromEnv(fl *pflag.FlagSet, getenv func(string) string) error {
+	if getenv == nil {
+		return nil
+	}
+	var err error
+	fl.VisitAll(func(f *pflag.Flag) {
+		name := envName(f.Name)
+		v := getenv(name)
+		if f.Changed || v == "" || err != nil {
+			return
+		}
+		if serr := fl.Set(f.Name, v); serr != nil {
+			err = &usageError{fmt.Errorf("%s=%q: %w", name, v, serr)}
+		}
+	})
+	return err
+}
+
+// envName is the environment variable of a flag.
+func envName(flag string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 }

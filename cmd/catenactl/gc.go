@@ -43,8 +43,14 @@ Either way a record is never touched while its lock is held (an operation is
 running) or while it is younger than the config's gcGracePeriod, and a record
 that needs teardown (a failed rollback or DEL) is retried even if listed.
 Temp files that a crash left in the network's records, older than the grace
-period and whose lock is free, are removed ("swept temp file").
---dry-run reports what would be torn down and changes nothing. GC continues
+period and whose lock is free, are removed ("swept temp file"). The corrupt
+records that DEL moved to <cacheDir>/quarantine/ are pruned ("pruned
+quarantined record"): those quarantined more than 30 days ago, then the
+oldest beyond the 100 newest. Only regular files named as catena names them
+are removed; a symlink is never followed. (The runtime's CNI GC prunes
+likewise.)
+--dry-run reports what would be torn down and changes nothing: it tears
+down, sweeps and prunes nothing. GC continues
 past errors, reports them all, and then exits 1.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -56,13 +62,18 @@ past errors, reports them all, and then exits 1.`,
 				return err
 			}
 			defer func() { _ = closeLog() }()
+			if err := checkRecordsDir(req.Conf.CacheDir, req.Conf.Name); err != nil {
+				return err
+			}
 			if validFile != "" {
 				if opts.Valid, err = readValidFile(validFile, req.Conf.Name); err != nil {
 					return err
 				}
 			}
 			rep, gcErr := eng.CollectGarbage(cmd.Context(), req, opts)
-			if rep == nil {
+			if rep == nil || (gcErr != nil && len(rep.Errors) == 0) {
+				// GC did not get to the records (it could not list
+				// them): there is no report to print.
 				return gcErr
 			}
 			sortReport([][]cache.Key{rep.TornDown, rep.WouldTearDown}, rep.Skipped, nil)
@@ -134,6 +145,9 @@ func printGC(w io.Writer, conf *libchain.NetConf, dryRun bool, rep *libchain.GCR
 	for _, p := range rep.SweptTemps {
 		t.row("swept temp file", "-", "-", p)
 	}
+	for _, p := range rep.PrunedQuarantine {
+		t.row("pruned quarantined record", "-", "-", p)
+	}
 	for _, e := range rep.Errors {
 		t.row("error", "-", "-", e)
 	}
@@ -142,6 +156,9 @@ func printGC(w io.Writer, conf *libchain.NetConf, dryRun bool, rep *libchain.GCR
 	}
 	summary := fmt.Sprintf("gc of network %q: %d torn down, %d skipped, %d error(s)",
 		conf.Name, len(rep.TornDown), len(rep.Skipped), len(rep.Errors))
+	if n := len(rep.PrunedQuarantine); n > 0 {
+		summary += fmt.Sprintf("; %d pruned from quarantine", n)
+	}
 	if dryRun {
 		summary += "; dry run: " + strconv.Itoa(len(rep.WouldTearDown)) + " would be torn down"
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -170,4 +171,50 @@ func TestGCDisabled(t *testing.T) {
 	assert.Contains(t, out, `gc of network "podnet": 0 torn down, 0 skipped, 0 error(s); disableGC is set: nothing was collected`)
 	assert.True(t, f.recordExists("c-dead", "eth0"))
 	assert.Empty(t, f.calls())
+}
+
+// TestGCPrunesQuarantine: gc prunes quarantine/ to 30 days and 100 files,
+// printing what it pruned; --dry-run prunes nothing.
+func TestGCPrunesQuarantine(t *testing.T) {
+	f := newFixture(t)
+	qdir := filepath.Join(f.cacheDir, "quarantine")
+	require.NoError(t, os.MkdirAll(qdir, 0o700))
+	name := func(i int, ago time.Duration) string {
+		return fmt.Sprintf("podnet_c%03d:eth0.%d.json", i, time.Now().Add(-ago).UnixNano())
+	}
+	old := name(0, 31*24*time.Hour)
+	var recent []string
+	for i := 1; i <= 102; i++ {
+		recent = append(recent, name(i, time.Duration(103-i)*time.Minute)) // recent[0] is the oldest
+	}
+	for _, n := range append([]string{old}, recent...) {
+		require.NoError(t, os.WriteFile(filepath.Join(qdir, n), []byte("corrupt"), 0o600))
+	}
+	left := func() int {
+		entries, err := os.ReadDir(qdir)
+		require.NoError(t, err)
+		return len(entries)
+	}
+
+	out, stderr, code := f.run("gc", "--stale-netns", "--dry-run")
+	require.Equal(t, 0, code, stderr)
+	assert.NotContains(t, out, "pruned")
+	assert.Equal(t, 103, left(), "--dry-run prunes nothing")
+
+	out, stderr, code = f.run("gc", "--stale-netns")
+	require.Equal(t, 0, code, stderr)
+	rows := tableRows(out)
+	for _, n := range []string{old, recent[0], recent[1]} {
+		assert.True(t, hasRow(rows, "pruned", "quarantined", "record", "-", "-", filepath.Join(qdir, n)), "%s: %s", n, out)
+	}
+	assert.Contains(t, out, "3 pruned from quarantine")
+	assert.Equal(t, 100, left())
+	for _, n := range recent[2:] {
+		assert.FileExists(t, filepath.Join(qdir, n))
+	}
+
+	out, stderr, code = f.run("gc", "--stale-netns", "--json")
+	require.Equal(t, 0, code, stderr)
+	assert.NotContains(t, decodeJSON[map[string]any](t, out), "prunedQuarantine", "nothing more to prune")
+	assert.Equal(t, 100, left())
 }

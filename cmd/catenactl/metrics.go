@@ -123,6 +123,9 @@ func writeExposition(w io.Writer, m metricsData) error {
 	window := &family{name: "catena_events_window_seconds", typ: "gauge",
 		help: "Length of the window, ending now, that the catena operation and delegate metrics cover."}
 	window.add("", m.WindowSeconds)
+	unreadable := &family{name: "catena_events_unreadable_lines", typ: "gauge",
+		help: "Lines of the event journal that could not be read as an operation (too long, not JSON, torn) and were skipped."}
+	unreadable.add("", float64(m.Skipped))
 	ops := &family{name: "catena_operations", typ: "gauge",
 		help: "Catena operations that started within the window, by verb and outcome (ok or error)."}
 	rollbacks := &family{name: "catena_operation_rollbacks", typ: "gauge",
@@ -159,7 +162,7 @@ func writeExposition(w io.Writer, m metricsData) error {
 		records.add("", float64(r.Count), "network", r.Network, "phase", r.Phase)
 	}
 	var b strings.Builder
-	for _, f := range []*family{window, ops, rollbacks, opDur, lockWait, lockMax, calls, failures, callDur, records} {
+	for _, f := range []*family{window, unreadable, ops, rollbacks, opDur, lockWait, lockMax, calls, failures, callDur, records} {
 		f.write(&b)
 	}
 	_, err := io.WriteString(w, b.String())
@@ -189,9 +192,11 @@ func escapeHelp(s string) string {
 	return strings.NewReplacer(`\`, `\\`, "\n", `\n`).Replace(s)
 }
 
-// escapeLabel escapes a label value: backslash, double quote and newline.
+// escapeLabel escapes a label value: backslash, double quote and newline,
+// after printableLines has made what a terminal could act on (or what is
+// not UTF-8, which the format forbids) text.
 func escapeLabel(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
+	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(printableLines(s))
 }
 
 // replaceFile writes data to a temporary file beside path and renames it

@@ -138,11 +138,12 @@ func TestMetricsEmpty(t *testing.T) {
 	out, stderr, code := f.run("metrics")
 	require.Equal(t, 0, code, stderr)
 	s := parseExposition(t, out)
-	assert.Equal(t, map[string]float64{"catena_events_window_seconds": 3600}, s)
-	assert.Equal(t, 10, strings.Count(out, "# TYPE "), "every family is declared even without samples")
+	assert.Equal(t, map[string]float64{"catena_events_window_seconds": 3600, "catena_events_unreadable_lines": 0}, s)
+	assert.Equal(t, 11, strings.Count(out, "# TYPE "), "every family is declared even without samples")
 }
 
 func TestEscapeLabel(t *testing.T) {
 	assert.Equal(t, `a\\b\"c\nd`, escapeLabel("a\\b\"c\nd"))
+	assert.Equal(t, `esc \\x1b[2J bad \\xff`, escapeLabel("esc \x1b[2J bad \xff"), "what a terminal could act on becomes text")
 	assert.Equal(t, `x\\y\nz "q"`, escapeHelp("x\\y\nz \"q\""))
 }

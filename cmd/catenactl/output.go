@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,11 +10,19 @@ import (
 	"time"
 )
 
-// writeJSON prints v as indented JSON.
+// writeJSON prints v as indented JSON. encoding/json escapes the C0
+// control characters and replaces invalid UTF-8 in strings, but passes DEL,
+// the C1 controls and the bidi format characters raw (and a
+// json.RawMessage's bytes as they are): those are escaped too, so that JSON
+// output is as safe on a terminal as text output.
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("writing JSON: %w", err)
+	}
+	if _, err := w.Write(escapeJSON(buf.Bytes())); err != nil {
 		return fmt.Errorf("writing JSON: %w", err)
 	}
 	return nil
@@ -30,11 +39,12 @@ func newTable(w io.Writer, header ...string) *table {
 	return t
 }
 
-// row writes one row; a tab or newline inside a cell is flattened to a
-// space so that it cannot break the columns.
+// row writes one row. Every cell is escaped (see printable), so that a tab
+// or newline inside it cannot break the columns and whatever a record holds
+// reaches the terminal as text.
 func (t *table) row(cells ...string) {
 	for i, c := range cells {
-		cells[i] = strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(c)
+		cells[i] = printable(c)
 	}
 	fmt.Fprintln(t.tw, strings.Join(cells, "\t"))
 }

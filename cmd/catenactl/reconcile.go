@@ -4,10 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strconv"
-	"strings"
 	"time"
-	"unicode"
 
 	"github.com/spf13/cobra"
 
@@ -87,13 +84,13 @@ func printReconcile(w io.Writer, rep *reconcile.Report) error {
 		if d.Action == reconcile.ActAlive {
 			continue
 		}
-		t.row(string(d.Action), d.Key.Network, d.Key.ContainerID, d.Key.IfName, quoteControl(d.Reason))
+		t.row(string(d.Action), d.Key.Network, d.Key.ContainerID, d.Key.IfName, printable(d.Reason))
 	}
 	if err := t.flush(); err != nil {
 		return err
 	}
 	if rep.RuntimeError != "" {
-		fmt.Fprintf(w, "runtime error: %s\n", quoteControl(rep.RuntimeError))
+		fmt.Fprintf(w, "runtime error: %s\n", printable(rep.RuntimeError))
 	}
 	_, err := fmt.Fprintf(w, "reconcile: %d records (%d from a CRI runtime), %d sandboxes, %d candidates, %d marked, %d reclaimed, %d kept because of errors, %d retried, %d retries failed, %d held, %s\n",
 		rep.Records, rep.InScope, rep.Sandboxes, rep.Candidates, rep.Marked, rep.Reclaimed, rep.Kept, rep.Retried, rep.RetryFailed, rep.Held,
@@ -101,12 +98,3 @@ func printReconcile(w io.Writer, rep *reconcile.Report) error {
 	return err
 }
 
-// quoteControl escapes the control characters of text a delegate or the
-// runtime controls, so that it cannot drive the terminal.
-func quoteControl(s string) string {
-	if !strings.ContainsFunc(s, unicode.IsControl) {
-		return s
-	}
-	q := strconv.QuoteToGraphic(s)
-	return q[1 : len(q)-1]
-}

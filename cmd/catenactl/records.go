@@ -2,7 +2,11 @@ package main
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -33,6 +37,30 @@ func loadEntries(cacheDir string) ([]entry, error) {
 		entries = append(entries, entry{Key: k, Rec: rec, Err: err})
 	}
 	return entries, nil
+}
+
+// checkRecordsDir fails, naming the path, if the records of network cannot
+// be listed as catena keeps them: records/ or records/<network> is a
+// symlink or not a directory, or cannot be looked at. The store's List
+// skips a network dir that it cannot trust, so without this check gc and
+// repair would report that there was nothing to do. A dir that does not
+// exist yet holds no records.
+func checkRecordsDir(cacheDir, network string) error {
+	netDir := filepath.Dir(store(cacheDir).Path(cache.Key{Network: network, ContainerID: "x", IfName: "x"}))
+	for _, p := range []string{filepath.Dir(netDir), netDir} {
+		fi, err := os.Lstat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil
+		case err != nil:
+			return fmt.Errorf("cannot list the records of network %q: %w", network, err)
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return fmt.Errorf("cannot list the records of network %q: %s is a symlink; catena never follows one in its cache dir: move it aside", network, p)
+		case !fi.IsDir():
+			return fmt.Errorf("cannot list the records of network %q: %s is not a directory (%s): move it aside", network, p, fi.Mode())
+		}
+	}
+	return nil
 }
 
 // cacheEntries reads every record of the cache dir that --cache-dir or the

@@ -37,8 +37,10 @@ func (a *app) repairCmd() *cobra.Command {
 (a rollback or DEL that failed, or an operation whose process died), in strict
 reverse order with the configs cached at ADD, and print a summary. A record
 whose lock is held is skipped: an operation is running on it. Exits 1 if any
-teardown failed again; the record then keeps the step, its attempts and its
-last error.
+teardown failed again (the record then keeps the step, its attempts and its
+last error), or if the records could not be listed (records/ or the
+network's dir is not a directory, a symlink, or unreadable): the error names
+the path.
 
 A delegate's DEL can fail forever, for example when its binary was removed
 from the node. --abandon CONTAINER --delegate INDEX marks that step of the
@@ -61,6 +63,9 @@ the network.`,
 				return err
 			}
 			defer func() { _ = closeLog() }()
+			if err := checkRecordsDir(req.Conf.CacheDir, req.Conf.Name); err != nil {
+				return err
+			}
 			out := repairOutput{Network: req.Conf.Name}
 			var keys []cache.Key
 			if container != "" {
@@ -71,7 +76,9 @@ the network.`,
 				out.Abandoned, keys = ab, []cache.Key{ab.Key}
 			}
 			rep, repairErr := eng.Repair(cmd.Context(), req, keys)
-			if rep == nil {
+			if rep == nil || (repairErr != nil && len(rep.Failed) == 0) {
+				// Repair did not get to the records (it could not list
+				// them): there is no report to print.
 				return repairErr
 			}
 			sortReport([][]cache.Key{rep.Repaired}, rep.Skipped, rep.Failed)
@@ -143,7 +150,7 @@ func onlyAttachment(s cache.Store, network, container string) (cache.Key, error)
 
 func printRepair(w io.Writer, out repairOutput) error {
 	if ab := out.Abandoned; ab != nil {
-		fmt.Fprintf(w, "abandoned delegate %d of %s at %s\n", ab.Index, ab.Key, timestamp(ab.At))
+		fmt.Fprintf(w, "abandoned delegate %d of %s at %s\n", ab.Index, printable(ab.Key.String()), timestamp(ab.At))
 	}
 	rep := out.RepairReport
 	if len(rep.Repaired)+len(rep.Failed)+len(rep.Skipped) == 0 {

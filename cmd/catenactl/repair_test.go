@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -112,6 +114,42 @@ func TestRepairAbandon(t *testing.T) {
 				rec, err := f.store.Load(k)
 				require.NoError(t, err)
 				assert.NotEqual(t, cache.StepAbandoned, rec.Steps[0].State)
+			}
+		})
+	}
+}
+
+// TestCannotListRecords: when the records cannot be listed, repair and gc
+// fail naming the path and the error, and never say that nothing needs
+// teardown or that nothing was torn down.
+func TestCannotListRecords(t *testing.T) {
+	file := func(t *testing.T, p string) { require.NoError(t, os.WriteFile(p, []byte("x"), 0o600)) }
+	symlink := func(t *testing.T, p string) { require.NoError(t, os.Symlink(t.TempDir(), p)) }
+	tests := []struct {
+		name    string
+		at      string // under the cache dir
+		plant   func(t *testing.T, path string)
+		wantErr string
+	}{
+		{"records is a file", "records", file, "not a directory"},
+		{"the network's dir is a file", "records/" + testNet, file, "not a directory"},
+		{"the network's dir is a symlink", "records/" + testNet, symlink, "is a symlink"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, args := range [][]string{{"repair"}, {"repair", "--json"}, {"gc", "--stale-netns"}, {"gc", "--stale-netns", "--json"}} {
+				f := newFixture(t, "okplug")
+				path := filepath.Join(f.cacheDir, tt.at)
+				require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o700))
+				tt.plant(t, path)
+				out, stderr, code := f.run(args...)
+				assert.Equal(t, 1, code, "%v: stdout: %s", args, out)
+				assert.NotContains(t, out, "nothing needs teardown", args)
+				assert.NotContains(t, out, "0 repaired", args)
+				assert.NotContains(t, out, "0 torn down", args)
+				assert.Contains(t, stderr, path, args)
+				assert.Contains(t, stderr, tt.wantErr, args)
+				assert.Empty(t, f.calls(), "no plugin called")
 			}
 		})
 	}

@@ -72,7 +72,8 @@ func run(args []string, e env) int {
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintf(e.stderr, "catenactl: %v\n", err)
+	// The error may carry a delegate's text: shown, never obeyed.
+	fmt.Fprintf(e.stderr, "catenactl: %s\n", printableLines(err.Error()))
 	var ue *usageError
 	if errors.As(err, &ue) {
 		fmt.Fprintln(e.stderr, "run 'catenactl --help' for usage")

@@ -111,16 +111,16 @@ func (a *app) printRecord(w io.Writer, rec *cache.Record, path string) error {
 	}
 	fmt.Fprintln(w)
 	for _, s := range rec.Steps {
-		fmt.Fprintf(w, "delegate %d (%s) config: %s\n", s.Index, s.Type, orDash(string(s.Config)))
+		fmt.Fprintf(w, "delegate %d (%s) config: %s\n", s.Index, printable(s.Type), printable(orDash(string(s.Config))))
 		if len(s.Result) > 0 {
-			fmt.Fprintf(w, "delegate %d (%s) result: %s\n", s.Index, s.Type, s.Result)
+			fmt.Fprintf(w, "delegate %d (%s) result: %s\n", s.Index, printable(s.Type), printable(string(s.Result)))
 		}
 	}
 	if len(rec.Result) > 0 {
-		fmt.Fprintf(w, "result: %s\n", rec.Result)
+		fmt.Fprintf(w, "result: %s\n", printable(string(rec.Result)))
 	}
 	if len(rec.PrevResult) > 0 {
-		fmt.Fprintf(w, "prevResult: %s\n", rec.PrevResult)
+		fmt.Fprintf(w, "prevResult: %s\n", printable(string(rec.PrevResult)))
 	}
 	return nil
 }

@@ -23,6 +23,10 @@ type stats struct {
 	WindowSeconds float64     `json:"windowSeconds"`
 	Operations    []opStats   `json:"operations"`
 	Delegates     []callStats `json:"delegates"`
+	// Skipped counts the journal lines that could not be read as an
+	// operation (too long, not JSON, junk, a torn last line), in or out
+	// of the window.
+	Skipped int `json:"unreadableEventLines"`
 }
 
 // opStats summarises the operations of one verb.
@@ -71,11 +75,13 @@ func (a *app) loadStats(window time.Duration) (*stats, error) {
 		return nil, err
 	}
 	now := a.now()
-	ops, err := libchain.ReadEvents(afero.NewOsFs(), cacheDir, now.Add(-window))
+	ops, skipped, err := libchain.ReadEvents(afero.NewOsFs(), cacheDir, now.Add(-window))
 	if err != nil {
 		return nil, err
 	}
-	return summarise(ops, now.Add(-window), now), nil
+	s := summarise(ops, now.Add(-window), now)
+	s.Skipped = skipped
+	return s, nil
 }
 
 // summarise aggregates ops by verb and by (delegate, verb).
@@ -164,7 +170,9 @@ that started within --window:
                  the wait for the attachment's lock p50/p95/max;
   per delegate:  calls of each verb, failures, latency p50/p95.
 Percentiles are nearest-rank. Only what the journal still holds is counted:
-it keeps between 4 and 8 MiB of operations.`,
+it keeps between 4 and 8 MiB of operations. A line that cannot be read as an
+operation (longer than 4 MiB, not JSON, a torn last line) is skipped and
+counted: "N unreadable event line(s) skipped".`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s, err := a.loadStats(window)
@@ -186,7 +194,11 @@ func printStats(a *app, s *stats, window time.Duration) error {
 	for _, o := range s.Operations {
 		n += o.Count
 	}
-	fmt.Fprintf(a.stdout, "%d operation(s) in the last %s (since %s)\n\n", n, window, timestamp(s.Since))
+	fmt.Fprintf(a.stdout, "%d operation(s) in the last %s (since %s)\n", n, window, timestamp(s.Since))
+	if s.Skipped > 0 {
+		fmt.Fprintf(a.stdout, "%d unreadable event line(s) skipped\n", s.Skipped)
+	}
+	fmt.Fprintln(a.stdout)
 	if n == 0 {
 		return nil
 	}

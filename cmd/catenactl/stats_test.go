@@ -101,7 +101,8 @@ func TestStatsTable(t *testing.T) {
 
 	out, _, code = f.run("stats", "--window", "1m")
 	require.Equal(t, 0, code)
-	assert.Equal(t, "0 operation(s) in the last 1m0s (since "+timestamp(f.now.Add(-time.Minute))+")\n\n", out)
+	assert.Equal(t, "0 operation(s) in the last 1m0s (since "+timestamp(f.now.Add(-time.Minute))+")\n"+
+		"1 unreadable event line(s) skipped\n\n", out, "the torn last line is counted")
 
 	_, stderr, code = f.run("stats", "--window", "-1m")
 	assert.Equal(t, 2, code)
@@ -131,4 +132,54 @@ func TestQuantile(t *testing.T) {
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, quantile(tt.in, tt.q), "q%v of %v", tt.q, tt.in)
 	}
+}
+
+// TestStatsSurvivesJunkLines: stats and metrics read past any line of the
+// journal (a 40 MB line, invalid JSON, invalid UTF-8, binary junk, a torn
+// last line), count what they skipped and still summarise the rest.
+func TestStatsSurvivesJunkLines(t *testing.T) {
+	f := newFixture(t)
+	writeEvents(t, f) // ends with a torn line
+	huge := make([]byte, 40<<20)
+	for i := range huge {
+		huge[i] = 'x'
+	}
+	good, err := json.Marshal(libchain.Op{Verb: "DEL", Attachment: "podnet/c/eth0", Start: f.now.Add(-time.Minute),
+		Duration: 2 * ms, Outcome: "ok", Calls: []libchain.OpCall{{Index: 0, Type: "bridge\x1b[2J", Verb: "DEL", Duration: ms}}})
+	require.NoError(t, err)
+	fd, err := os.OpenFile(libchain.EventsPath(f.cacheDir), os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	for _, line := range [][]byte{
+		{'\n'},                              // ends the torn line: unreadable
+		append(huge, '\n'),                  // 40 MB
+		[]byte("not json\n"),                // invalid JSON
+		[]byte("\x00\x01\xfe\xff\x1b[2J\n"), // binary junk
+		append([]byte(`{"verb":"ADD","start":"`+f.now.Format(time.RFC3339)+`","outcome":"ok","error":"a`+"\xff"+`b"}`), '\n'), // invalid UTF-8, still an op
+		append(good, '\n'),
+		[]byte(`{"verb":"DEL"`), // torn last line
+	} {
+		_, err = fd.Write(line)
+		require.NoError(t, err)
+	}
+	require.NoError(t, fd.Close())
+
+	out, stderr, code := f.run("stats", "--json")
+	require.Equal(t, 0, code, stderr)
+	s := decodeJSON[stats](t, out)
+	assert.Equal(t, 5, s.Skipped, "the torn line, the 40 MB line, not json, junk, the torn last line")
+	require.Len(t, s.Operations, 2)
+	assert.Equal(t, 5, s.Operations[0].Count, "the 4 ADDs of writeEvents and the one with invalid UTF-8")
+	assert.Equal(t, 2, s.Operations[1].Count, "the DEL of writeEvents and the one after the junk")
+
+	out, stderr, code = f.run("stats")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, "7 operation(s) in the last 1h0m0s")
+	assert.Contains(t, out, "5 unreadable event line(s) skipped")
+
+	out, stderr, code = f.run("metrics")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, "catena_events_unreadable_lines 5\n")
+	assert.Contains(t, out, `catena_operations{verb="DEL",outcome="ok"} 2`)
+	assert.Contains(t, out, `catena_delegate_calls{index="0",type="bridge\\x1b[2J",verb="DEL"} 1`, "ESC in a label is escaped")
+	assertTerminalSafe(t, out, "metrics")
 }

@@ -27,7 +27,7 @@ type floor struct {
 
 // floors reads the journal of the catena variant for [start, end].
 func (b *bench) floors(phase string, start, end time.Time, catena, plain latencies) ([]floor, error) {
-	ops, err := libchain.ReadEvents(afero.NewOsFs(), b.catena.cache, start)
+	ops, _, err := libchain.ReadEvents(afero.NewOsFs(), b.catena.cache, start)
 	if err != nil {
 		return nil, fmt.Errorf("(d) %w", err)
 	}
