@@ -97,4 +97,3 @@ func printReconcile(w io.Writer, rep *reconcile.Report) error {
 		rep.Duration.Round(time.Millisecond))
 	return err
 }
-
