@@ -9,6 +9,8 @@
 //	errorCode                    uint   code for injected failures (default 100)
 //	faultFile                    string fail* flags apply only while this file exists
 //	hangAdd                      string duration to sleep before answering ADD
+//	hangDel                      string duration to sleep before answering DEL (while
+//	                                    faultFile exists, if set)
 //	waitFile                     string ADD blocks until this file exists (10ms polling)
 //	waitTimeout                  string how long ADD waits for waitFile (default 60s);
 //	                                    on expiry ADD fails with errorCode
@@ -38,7 +40,7 @@ import (
 func main() {
 	skel.PluginMainFuncs(skel.CNIFuncs{
 		Add:    func(args *skel.CmdArgs) error { return cmdAdd(args, os.Stdout) },
-		Del:    cmdDel,
+		Del:    cmdDelHanging,
 		Check:  cmdCheck,
 		Status: cmdStatus,
 		GC:     cmdGC,
