@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -41,6 +42,10 @@ const outputGrace = 10 * time.Second
 
 // ExecPlugin implements invoke.Exec.
 func (e *ProcExec) ExecPlugin(ctx context.Context, pluginPath string, stdinData []byte, environ []string) ([]byte, error) {
+	if !filepath.IsAbs(pluginPath) {
+		// exec would look a bare name up in $PATH.
+		return nil, types.NewError(types.ErrPluginNotAvailable, fmt.Sprintf("catena: delegate %q is not an absolute path: refusing to run it", pluginPath), "")
+	}
 	var stdout, stderr bytes.Buffer
 	for attempt := 0; ; attempt++ {
 		stdout.Reset()
