@@ -18,11 +18,7 @@ import (
 func writeProbe(t *testing.T, dir, marker, tag string) {
 	t.Helper()
 	require.NoError(t, os.MkdirAll(dir, 0o755))
-	f, err := os.OpenFile(filepath.Join(dir, "probe"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
-	require.NoError(t, err)
-	_, err = f.WriteString("#!/bin/sh\necho " + tag + " >> " + marker + "\n")
-	require.NoError(t, err)
-	require.NoError(t, f.Close())
+	writeScript(t, dir, "probe", "echo "+tag+" >> "+marker+"\n")
 }
 
 // TestCNIPathOnlyAbsoluteDirs: a delegate is found only in an absolute

@@ -23,8 +23,7 @@ import (
 // catena starved of CPU on a saturated node, whose reader of that pipe does
 // not run for seconds) holds it. Its result was written in full before it
 // exited.
-const lateEOF = `#!/bin/sh
-echo '{"cniVersion":"1.0.0","ips":[{"address":"10.1.2.3/24"}]}'
+const lateEOF = `echo '{"cniVersion":"1.0.0","ips":[{"address":"10.1.2.3/24"}]}'
 ( sleep 2 ) &
 exit 0
 `
@@ -37,12 +36,7 @@ exit 0
 // and tuning.)
 func TestDelegateOutputCompletingAfterExit(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, "late")
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
-	require.NoError(t, err)
-	_, err = f.WriteString(lateEOF)
-	require.NoError(t, err)
-	require.NoError(t, f.Close())
+	writeScript(t, dir, "late", lateEOF)
 
 	exec := NewInvokeExecutor()
 	res, err := exec.Add(context.Background(), Call{Verb: "ADD", Type: "late",
