@@ -172,7 +172,7 @@ func (e *Engine) recoverCorrupt(ctx context.Context, req Request, key cache.Key,
 			cancel()
 		}
 		if err != nil {
-			e.log().Warn("best-effort DEL after corrupt record failed", "attachment", key.String(), "delegate", d.String(), "error", err)
+			e.log().Warn("best-effort DEL after corrupt record failed", "attachment", key.String(), "delegate", d.String(), "error", BoundText(msgOf(err)))
 		}
 	}
 	hit("before-quarantine")

@@ -20,6 +20,11 @@
 //	pidFile                      string ADD first starts a child (sleep, as long as hangAdd,
 //	                                    which is required) in failer's process group and
 //	                                    writes "<failer pid>\n<child pid>\n" here, atomically
+//	padError                     int    append this many 'x' to an injected error's message
+//	floodStdout                  int    every verb first writes this many spaces to stdout
+//	                                    (before its result or error, which stays valid JSON)
+//	floodStderr                  int    every verb first writes this many bytes of
+//	                                    "failer <VERB> stderr noise\n" lines to stderr
 //	logFile                      string append "<VERB> <containerID> <ifname> <netns>\n"
 //	                                    per invocation (empty fields are written as "-");
 //	                                    GC adds "GC-VALID <containerID>/<ifname> ...\n"
