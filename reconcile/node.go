@@ -19,7 +19,8 @@ type NodeConfig struct {
 	RuntimeEndpoint string
 	Options         Options
 	Log             *slog.Logger
-	// Backoff is kept by the caller across passes; nil: a new MemBackoff.
+	// Backoff decides when a record that needs teardown is retried; nil:
+	// the teardown index's pending markers (IndexBackoff).
 	Backoff  Backoff
 	Observer Observer
 	// DelegateStderr receives the delegates' stderr; nil discards it.
@@ -59,7 +60,7 @@ func NewNode(c NodeConfig) (*Reconciler, *CRILister, error) {
 	}
 	bo := c.Backoff
 	if bo == nil {
-		bo = &MemBackoff{}
+		bo = IndexBackoff{Notes: store}
 	}
 	r := &Reconciler{Store: store, Marks: cache.NewDiskMarks(afero.NewOsFs(), c.CacheDir), Runtime: lister,
 		Engine: eng, Backoff: bo, Observer: c.Observer, Log: log, Opts: c.Options}

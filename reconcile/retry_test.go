@@ -166,3 +166,37 @@ func TestMemBackoff(t *testing.T) {
 	assert.True(t, b.Due(k1, t0))
 	assert.Zero(t, b.Len())
 }
+
+// TestIndexBackoff: with the teardown index's markers as the backoff, a
+// failed retry is next due when its marker says (the engine's schedule: at
+// once after the first failure, then 1 s doubling), across a new
+// Reconciler, and a successful one clears the marker.
+func TestIndexBackoff(t *testing.T) {
+	w := newWorld(t)
+	w.exec.setFail("c")
+	w.heldRecord("h", w.clock)
+	r := func() *Reconciler {
+		rc := w.reconciler()
+		rc.Backoff = IndexBackoff{Notes: w.store}
+		return rc
+	}
+	var retriedAt []time.Duration
+	start := w.clock
+	for w.clock.Sub(start) < 20*time.Second {
+		rep, _ := r().Pass(t.Context())
+		if actionOf(rep, "h") == ActRetryFailed {
+			retriedAt = append(retriedAt, w.clock.Sub(start))
+		}
+		w.clock = w.clock.Add(250 * time.Millisecond)
+	}
+	// Attempts 2, 3, 4, 5, 6 (the record's first failure was attempt 1):
+	// due 0, 1, 2, 4, 8 s after each failure.
+	assert.Equal(t, []time.Duration{0, 250 * time.Millisecond, 1250 * time.Millisecond, 3250 * time.Millisecond, 7250 * time.Millisecond, 15250 * time.Millisecond}, retriedAt)
+	w.exec.setFail()
+	w.clock = w.clock.Add(time.Minute)
+	rep, _ := r().Pass(t.Context())
+	assert.Equal(t, ActRetried, actionOf(rep, "h"))
+	_, ok, err := w.store.PendingNoteOf(key("h"))
+	require.NoError(t, err)
+	assert.False(t, ok, "marker cleared")
+}
