@@ -99,6 +99,12 @@ func TestAdoptSkipsWhatItCannotTrust(t *testing.T) {
 				m["containerId"] = "noplugins"
 				withConfig(`{"cniVersion":"1.0.0","name":"k8s-pod-net"}`)(m)
 			}},
+		{name: "k8s-pod-net-nularg-eth0", reason: "cached CNI_ARGS hold a NUL byte",
+			mutate: func(m map[string]any) {
+				m["containerId"], m["cniArgs"] = "nularg", [][2]string{{"K8S_POD_NAME", "a\x00b"}}
+			}},
+		{name: "k8s-pod-net-nulns-eth0", reason: "cached netns holds a NUL byte",
+			mutate: func(m map[string]any) { m["containerId"], m["netns"] = "nulns", "/var/run/netns/a\x00b" }},
 		{name: "k8s-pod-net-renamed-eth0", reason: `cached config is of network "elsewhere"`,
 			mutate: func(m map[string]any) {
 				m["containerId"] = "renamed"

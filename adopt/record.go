@@ -35,6 +35,9 @@ func buildRecord(e *entry) (*cache.Record, error) {
 	if err := key.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid attachment: %w", err)
 	}
+	if err := checkEnv(e); err != nil {
+		return nil, err
+	}
 	result, err := convertResult(e.Result, list.CNIVersion)
 	if err != nil {
 		return nil, err
@@ -128,6 +131,21 @@ func convertResult(raw json.RawMessage, want string) (json.RawMessage, error) {
 		return nil, fmt.Errorf("cached result: encoding: %w", err)
 	}
 	return out, nil
+}
+
+// checkEnv refuses what a teardown could not pass to a delegate: the
+// netns path and CNI_ARGS become environment variables, which cannot hold
+// NUL, so such a record would fail every DEL forever.
+func checkEnv(e *entry) error {
+	if strings.ContainsRune(e.NetNS, 0) {
+		return errors.New("cached netns holds a NUL byte")
+	}
+	for _, kv := range e.CNIArgs {
+		if strings.ContainsRune(kv[0], 0) || strings.ContainsRune(kv[1], 0) {
+			return errors.New("cached CNI_ARGS hold a NUL byte")
+		}
+	}
+	return nil
 }
 
 // cniArgs renders libcni's args as CNI_ARGS, as its invoke package does.

@@ -81,7 +81,7 @@ func checkRefused(t *testing.T, s *DiskStore, key Key) {
 	if p, err := s.Quarantine(key); err == nil || p != "" {
 		t.Fatalf("Quarantine of invalid %q: %q, %v", key, p, err)
 	}
-	if err := s.MarkTeardown(key); err == nil {
+	if err := s.MarkTeardown(key, PendingNote{}); err == nil {
 		t.Fatalf("MarkTeardown of invalid %q succeeded", key)
 	}
 	if s.Path(key) != "" {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,24 +13,32 @@ import (
 )
 
 // TeardownIndex is an optional Store capability: a cheap index of the
-// records that need teardown, so that a later ADD can retry one without
-// listing every record. It is a hint, not state: the record itself is the
-// truth, an entry whose record is gone is simply cleared, and GC and repair
-// scan every record anyway. Entries need no fsync for the same reason.
+// records that need teardown, each with when its next attempt is due, so
+// that a later ADD can retry the one due soonest without listing every
+// record. It is a hint, not state: the record itself is the truth, an entry
+// whose record is gone is simply cleared, and GC and repair scan every
+// record anyway. Entries need no fsync for the same reason.
 type TeardownIndex interface {
-	// MarkTeardown notes that key's record needs teardown.
-	MarkTeardown(key Key) error
+	// MarkTeardown notes (or re-notes) that key's record needs teardown,
+	// next due as note says.
+	MarkTeardown(key Key, note PendingNote) error
 	// ClearTeardown removes the note; a missing note is not an error.
 	ClearTeardown(key Key) error
-	// PendingTeardown returns up to max noted keys of network, oldest note
-	// first.
-	PendingTeardown(network string, max int) ([]Key, error)
+	// PendingTeardown returns up to max noted keys of network, the one
+	// due soonest first (then by key). A note that cannot be read as one
+	// is due at once.
+	PendingTeardown(network string, max int) ([]Pending, error)
 }
 
 var _ TeardownIndex = (*DiskStore)(nil)
 
-// pendingDir holds one empty file per attachment needing teardown:
-// pending/<network>/<containerID>:<ifname>.
+// pendingDir holds one file per attachment needing teardown,
+// pending/<network>/<containerID>:<ifname>, whose content is its
+// PendingNote (see EncodeNote). The due time is in the content, not in the
+// file's mtime, so that a marker can say "not before" without a clock
+// skewed into the future by touch, and carry the attempt count. It is
+// rewritten in place without fsync: a torn write reads as a malformed note,
+// which is due at once, and the next failed attempt rewrites it.
 const pendingDir = "pending"
 
 func (s *DiskStore) pendingPath(key Key) string {
@@ -37,7 +46,7 @@ func (s *DiskStore) pendingPath(key Key) string {
 }
 
 // MarkTeardown implements TeardownIndex.
-func (s *DiskStore) MarkTeardown(key Key) error {
+func (s *DiskStore) MarkTeardown(key Key, note PendingNote) error {
 	if err := key.Validate(); err != nil {
 		return fmt.Errorf("mark teardown: %w", err)
 	}
@@ -45,11 +54,12 @@ func (s *DiskStore) MarkTeardown(key Key) error {
 	if err := s.fs.MkdirAll(filepath.Dir(path), dirPerm); err != nil {
 		return fmt.Errorf("mark teardown of %s: %w", key, err)
 	}
-	f, err := s.fs.OpenFile(path, os.O_CREATE|os.O_WRONLY, filePerm)
+	f, err := s.fs.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, filePerm)
 	if err != nil {
 		return fmt.Errorf("mark teardown of %s: %w", key, err)
 	}
-	if err := f.Close(); err != nil {
+	_, werr := f.Write(EncodeNote(note))
+	if err := errors.Join(werr, f.Close()); err != nil {
 		return fmt.Errorf("mark teardown of %s: %w", key, err)
 	}
 	return nil
@@ -67,8 +77,9 @@ func (s *DiskStore) ClearTeardown(key Key) error {
 }
 
 // PendingTeardown implements TeardownIndex. On the common path, with
-// nothing pending, it costs one failed open.
-func (s *DiskStore) PendingTeardown(network string, max int) ([]Key, error) {
+// nothing pending, it costs one failed open; otherwise it reads every
+// marker of the network.
+func (s *DiskStore) PendingTeardown(network string, max int) ([]Pending, error) {
 	dir := filepath.Join(s.dir, pendingDir, network)
 	if (Key{Network: network, ContainerID: "x", IfName: "x"}).Validate() != nil {
 		return nil, fmt.Errorf("pending teardown: invalid network name %q", network)
@@ -80,27 +91,45 @@ func (s *DiskStore) PendingTeardown(network string, max int) ([]Key, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pending teardown of network %s: %w", network, err)
 	}
-	type noted struct {
-		key Key
-		at  int64
-	}
-	var found []noted
+	var found []Pending
 	for _, name := range names {
 		cid, ifname, ok := strings.Cut(name, ":")
 		key := Key{Network: network, ContainerID: cid, IfName: ifname}
 		if !ok || key.Validate() != nil {
 			continue
 		}
-		fi, err := lstat(s.fs, filepath.Join(dir, name))
-		if err != nil || !fi.Mode().IsRegular() {
+		note, bad, ok := s.readNote(s.pendingPath(key))
+		if !ok {
 			continue
 		}
-		found = append(found, noted{key, fi.ModTime().UnixNano()})
+		found = append(found, Pending{Key: key, Note: note, Bad: bad})
 	}
-	slices.SortFunc(found, func(a, b noted) int { return cmp.Compare(a.at, b.at) })
-	keys := make([]Key, 0, min(max, len(found)))
-	for i := 0; i < len(found) && i < max; i++ {
-		keys = append(keys, found[i].key)
+	slices.SortFunc(found, func(a, b Pending) int {
+		return cmp.Or(a.Note.Due.Compare(b.Note.Due), cmp.Compare(a.Key.String(), b.Key.String()))
+	})
+	return found[:min(max, len(found))], nil
+}
+
+// readNote reads the marker at path; ok is false if it is not a regular
+// file (or vanished). Content that cannot be read as a note is due at once,
+// and bad says why.
+func (s *DiskStore) readNote(path string) (note PendingNote, bad error, ok bool) {
+	fi, err := lstat(s.fs, path)
+	if err != nil || !fi.Mode().IsRegular() {
+		return PendingNote{}, nil, false
 	}
-	return keys, nil
+	f, err := openReadNoFollow(s.fs, path)
+	if err != nil {
+		return PendingNote{}, nil, false
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxNoteSize+1))
+	if err != nil {
+		return dueAtOnce(), fmt.Errorf("reading %s: %w", path, err), true
+	}
+	note, err = ParseNote(data)
+	if err != nil {
+		return note, fmt.Errorf("%s: %w", path, err), true
+	}
+	return note, nil, true
 }

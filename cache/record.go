@@ -112,6 +112,10 @@ type Step struct {
 	DelAttempts int       `json:"delAttempts,omitempty"`
 	DelError    string    `json:"delError,omitempty"`
 	AbandonedAt time.Time `json:"abandonedAt,omitzero"`
+
+	// DelFailedSince is when this step's required DEL first failed, in
+	// the failures since its last success: abandonAfter counts from it.
+	DelFailedSince time.Time `json:"delFailedSince,omitzero"`
 }
 
 // Held reports whether the step may hold resources that need a DEL.
@@ -129,6 +133,17 @@ func (s Step) Required() bool {
 	return s.State == StepAdded || s.State == StepDelFailed
 }
 
+// NetNSIdentity tells one network namespace from another that later
+// appears at the same path. Dev and Ino are those of the nsfs file; the
+// kernel reuses the inode number of a freed namespace, so ID, a 64-bit
+// number the kernel never reuses (NS_GET_ID, else the netns cookie), is
+// kept too where the kernel provides one (0 otherwise).
+type NetNSIdentity struct {
+	Dev uint64 `json:"dev"`
+	Ino uint64 `json:"ino"`
+	ID  uint64 `json:"id,omitempty"`
+}
+
 // Record is everything Catena knows of one attachment.
 type Record struct {
 	Schema int   `json:"schema"`
@@ -137,7 +152,12 @@ type Record struct {
 	// CNIVersion is Catena's own cniVersion at ADD.
 	CNIVersion string `json:"cniVersion"`
 	NetNS      string `json:"netns,omitempty"`
-	Args       string `json:"args,omitempty"`
+	// NetNSID is the identity of the namespace at NetNS at ADD, so that a
+	// teardown no runtime asked for passes NetNS only while the file there
+	// is still that namespace. Absent in records of earlier builds: their
+	// NetNS cannot be verified, and such teardowns pass no netns.
+	NetNSID *NetNSIdentity `json:"netnsID,omitempty"`
+	Args    string         `json:"args,omitempty"`
 	// PrevResult is the prevResult Catena itself received on ADD, if any.
 	PrevResult json.RawMessage `json:"prevResult,omitempty"`
 	Steps      []Step          `json:"steps"`

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,6 +27,10 @@ const (
 	DefaultDelegateTimeout = 60 * time.Second
 	DefaultGCGracePeriod   = 2 * time.Minute
 )
+
+// MaxDelegates bounds the chain: every step rewrites the whole record, so
+// the write cost of an ADD grows with the square of the chain's length.
+const MaxDelegates = 64
 
 // NetConf is Catena's own network configuration.
 type NetConf struct {
@@ -106,8 +111,8 @@ func ParseConfig(data []byte) (*NetConf, error) {
 	if raw.CNIVersion == "" {
 		raw.CNIVersion = "0.1.0" // the spec's default for a missing version
 	}
-	if _, _, _, err := version.ParseVersion(raw.CNIVersion); err != nil {
-		return nil, types.NewError(types.ErrIncompatibleCNIVersion, fmt.Sprintf("catena: cniVersion %q: %v", raw.CNIVersion, err), "")
+	if err := checkVersion("cniVersion", raw.CNIVersion); err != nil {
+		return nil, err
 	}
 	conf := &NetConf{
 		CNIVersion:       raw.CNIVersion,
@@ -144,6 +149,9 @@ func ParseConfig(data []byte) (*NetConf, error) {
 	if len(raw.Delegates) == 0 {
 		return nil, configError("delegates", "missing or empty: catena needs at least one delegate")
 	}
+	if len(raw.Delegates) > MaxDelegates {
+		return nil, configError("delegates", fmt.Sprintf("%d delegates, at most %d", len(raw.Delegates), MaxDelegates))
+	}
 	for i, rd := range raw.Delegates {
 		d, err := parseDelegate(i, rd, conf.CNIVersion)
 		if err != nil {
@@ -174,8 +182,8 @@ func parseDelegate(i int, data json.RawMessage, parentVersion string) (Delegate,
 		if err := json.Unmarshal(v, &d.CNIVersion); err != nil {
 			return d, configError(field+".cniVersion", "not a string")
 		}
-		if _, _, _, err := version.ParseVersion(d.CNIVersion); err != nil {
-			return d, types.NewError(types.ErrIncompatibleCNIVersion, fmt.Sprintf("catena: %s.cniVersion %q: %v", field, d.CNIVersion, err), "")
+		if err := checkVersion(field+".cniVersion", d.CNIVersion); err != nil {
+			return d, err
 		}
 	}
 	if rc, ok := d.fields["runtimeConfig"]; ok {
@@ -192,6 +200,19 @@ func parseDelegate(i int, data json.RawMessage, parentVersion string) (Delegate,
 		return d, configError(field, "a catena delegate may not nest another catena chain")
 	}
 	return d, nil
+}
+
+// checkVersion accepts only a CNI version whose results Catena can convert
+// to and from: one of the spec's releases (version.All).
+func checkVersion(field, v string) error {
+	if _, _, _, err := version.ParseVersion(v); err != nil {
+		return types.NewError(types.ErrIncompatibleCNIVersion, fmt.Sprintf("catena: %s %q: %v", field, v, err), "")
+	}
+	if !slices.Contains(version.All.SupportedVersions(), v) {
+		return types.NewError(types.ErrIncompatibleCNIVersion, fmt.Sprintf("catena: %s %q: not a CNI version catena can convert results to (%s)",
+			field, v, strings.Join(version.All.SupportedVersions(), ", ")), "")
+	}
+	return nil
 }
 
 // validateType accepts only a plain binary name, so that it can be resolved

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -63,12 +64,15 @@ func checkAccepted(t *testing.T, conf *NetConf) {
 	if conf.LockTimeout <= 0 || conf.DelegateTimeout <= 0 || conf.GCGracePeriod <= 0 {
 		t.Fatalf("accepted durations %v %v %v", conf.LockTimeout, conf.DelegateTimeout, conf.GCGracePeriod)
 	}
-	if len(conf.Delegates) == 0 {
-		t.Fatal("accepted no delegates")
+	if len(conf.Delegates) == 0 || len(conf.Delegates) > MaxDelegates {
+		t.Fatalf("accepted %d delegates", len(conf.Delegates))
 	}
 	for i, d := range conf.Delegates {
 		if d.Index != i || validateType(d.Type) != nil {
 			t.Fatalf("delegate %d: index %d, type %q", i, d.Index, d.Type)
+		}
+		if !slices.Contains(version.All.SupportedVersions(), d.CNIVersion) {
+			t.Fatalf("%s: accepted cniVersion %q, which catena cannot convert to", d, d.CNIVersion)
 		}
 		fields, err := d.Config(conf.Name, conf.RuntimeConfig)
 		if err != nil {

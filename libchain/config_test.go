@@ -2,6 +2,7 @@ package libchain
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,6 +27,7 @@ func TestParseConfigDefaults(t *testing.T) {
 }
 
 func TestParseConfigErrors(t *testing.T) {
+	tooMany := `{"cniVersion":"1.0.0","name":"n","delegates":[` + strings.Repeat(`{"type":"x"},`, MaxDelegates) + `{"type":"x"}]}`
 	tests := []struct {
 		name, conf, field string
 		code              uint
@@ -45,6 +47,10 @@ func TestParseConfigErrors(t *testing.T) {
 		{"relative cacheDir", `{"cniVersion":"1.0.0","name":"n","cacheDir":"state","delegates":[{"type":"bridge"}]}`, "cacheDir", types.ErrInvalidNetworkConfig},
 		{"bad cniVersion", `{"cniVersion":"one","name":"n","delegates":[{"type":"bridge"}]}`, "cniVersion", types.ErrIncompatibleCNIVersion},
 		{"bad delegate cniVersion", `{"cniVersion":"1.0.0","name":"n","delegates":[{"type":"bridge","cniVersion":"x.y"}]}`, "delegates[0].cniVersion", types.ErrIncompatibleCNIVersion},
+		{"delegate cniVersion catena cannot convert to", `{"cniVersion":"1.0.0","name":"n","delegates":[{"type":"bridge","cniVersion":"7.0.0"}]}`, "delegates[0].cniVersion", types.ErrIncompatibleCNIVersion},
+		{"delegate cniVersion between releases", `{"cniVersion":"1.0.0","name":"n","delegates":[{"type":"bridge"},{"type":"x","cniVersion":"1.0.1"}]}`, "delegates[1].cniVersion", types.ErrIncompatibleCNIVersion},
+		{"cniVersion catena cannot convert to", `{"cniVersion":"7.0.0","name":"n","delegates":[{"type":"bridge"}]}`, "cniVersion", types.ErrIncompatibleCNIVersion},
+		{"too many delegates", tooMany, "delegates: 65 delegates, at most 64", types.ErrInvalidNetworkConfig},
 		{"bad capabilities", `{"cniVersion":"1.0.0","name":"n","delegates":[{"type":"portmap","capabilities":["portMappings"]}]}`, "delegates[0].capabilities", types.ErrInvalidNetworkConfig},
 	}
 	for _, tt := range tests {
@@ -57,4 +63,12 @@ func TestParseConfigErrors(t *testing.T) {
 			assert.Contains(t, te.Msg, tt.field)
 		})
 	}
+}
+
+// TestParseConfigDelegateLimit: a chain of exactly MaxDelegates parses.
+func TestParseConfigDelegateLimit(t *testing.T) {
+	conf, err := ParseConfig([]byte(`{"cniVersion":"1.0.0","name":"n","delegates":[` +
+		strings.TrimSuffix(strings.Repeat(`{"type":"x"},`, MaxDelegates), ",") + `]}`))
+	require.NoError(t, err)
+	assert.Len(t, conf.Delegates, MaxDelegates)
 }

@@ -22,6 +22,10 @@ type Engine struct {
 	Log *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// StatNetNS identifies the network namespace at a path; nil means
+	// StatNetNS. A teardown no runtime asked for passes a record's netns
+	// only while it is still the namespace of the ADD.
+	StatNetNS StatNetNSFunc
 	// OnOp, if set, receives the summary of every operation (the event
 	// journal), after it is logged.
 	OnOp func(Op)
@@ -215,7 +219,7 @@ func (e *Engine) newRecord(req Request, key cache.Key) (*cache.Record, error) {
 	now := e.now()
 	rec := &cache.Record{
 		Key: key, Phase: cache.PhaseAdding, CNIVersion: req.Conf.CNIVersion,
-		NetNS: req.Args.NetNS, Args: req.Args.Args, PrevResult: req.Conf.PrevResult,
+		NetNS: req.Args.NetNS, NetNSID: e.netnsIdentity(key, req.Args.NetNS), Args: req.Args.Args, PrevResult: req.Conf.PrevResult,
 		Created: now, Updated: now,
 	}
 	for _, d := range req.Conf.Delegates {
@@ -253,7 +257,7 @@ func (e *Engine) clearEarlier(ctx context.Context, req Request, key cache.Key) e
 	e.log().Warn("finishing teardown left by an earlier operation before ADD",
 		"attachment", key.String(), "phase", string(rec.Phase))
 	args := req.Args
-	args.NetNS = rec.NetNS // the earlier attempt's netns
+	args.NetNS = e.recordedNetNS(rec) // the earlier attempt's netns, if still that namespace
 	if err := e.teardown(ctx, req.Conf, rec, args, false); err != nil {
 		return cniErrorCode(types.ErrTryAgainLater, "ADD %s: an earlier attempt still holds resources that could not be torn down: %w", key, err)
 	}

@@ -48,8 +48,10 @@ type delegateError struct {
 	Err      error
 }
 
+// Error is bounded (BoundText): whatever the delegate said, this is what
+// records, the event journal, logs and Catena's own errors repeat.
 func (e *delegateError) Error() string {
-	return fmt.Sprintf("%s %s failed: %s", e.Delegate, e.Verb, msgOf(e.Err))
+	return BoundText(fmt.Sprintf("%s %s failed: %s", e.Delegate, e.Verb, msgOf(e.Err)))
 }
 
 func (e *delegateError) Unwrap() error { return e.Err }

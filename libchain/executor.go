@@ -52,15 +52,36 @@ func (e *InvokeExecutor) find(c Call) (string, error) {
 	if err := validateType(c.Type); err != nil {
 		return "", types.NewError(types.ErrInvalidNetworkConfig, fmt.Sprintf("delegate type: %v", err), "")
 	}
-	paths := filepath.SplitList(c.Args.Path)
-	if len(paths) == 0 {
+	if c.Args.Path == "" {
 		return "", types.NewError(types.ErrInvalidEnvironmentVariables, "CNI_PATH is empty: cannot find delegate "+c.Type, "")
+	}
+	paths := CNIPathDirs(c.Args.Path)
+	if len(paths) == 0 {
+		return "", types.NewError(types.ErrInvalidEnvironmentVariables,
+			fmt.Sprintf("CNI_PATH %q has no absolute directory: cannot find delegate %s", c.Args.Path, c.Type), "")
 	}
 	p, err := e.Exec.FindInPath(c.Type, paths)
 	if err != nil {
 		return "", types.NewError(types.ErrPluginNotAvailable, fmt.Sprintf("plugin %q not found in CNI_PATH %q: %v", c.Type, c.Args.Path, err), "")
 	}
+	if !filepath.IsAbs(p) {
+		return "", types.NewError(types.ErrPluginNotAvailable, fmt.Sprintf("plugin %q: found %q in CNI_PATH %q, not an absolute path", c.Type, p, c.Args.Path), "")
+	}
 	return p, nil
+}
+
+// CNIPathDirs is the absolute directories of CNI_PATH, in order. An empty,
+// "." or other relative element is ignored: it would name the plugin by a
+// bare or relative name, which exec resolves through $PATH or the working
+// directory, outside CNI_PATH.
+func CNIPathDirs(cniPath string) []string {
+	var dirs []string
+	for _, d := range filepath.SplitList(cniPath) {
+		if filepath.IsAbs(d) {
+			dirs = append(dirs, filepath.Clean(d))
+		}
+	}
+	return dirs
 }
 
 func (c Call) invokeArgs() *invoke.Args {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/containernetworking/cni/pkg/types"
@@ -168,12 +167,15 @@ func (e *Engine) collectOne(ctx context.Context, req Request, key cache.Key, now
 	switch {
 	case dead:
 	case opts.StaleNetNS:
-		if rec.NetNS == "" {
+		// Stale: the netns is gone, or another namespace now stands at
+		// its path. A record without an identity (an earlier build) whose
+		// path exists cannot be judged, and is kept.
+		switch state, why := e.netnsState(rec); state {
+		case nsNone:
 			keep("no netns recorded: staleness cannot be judged")
 			return
-		}
-		if pathExists(rec.NetNS) {
-			keep("netns " + rec.NetNS + " still exists")
+		case nsSame, nsUnverified:
+			keep(why)
 			return
 		}
 	case valid[att]:
@@ -183,7 +185,7 @@ func (e *Engine) collectOne(ctx context.Context, req Request, key cache.Key, now
 		rep.WouldTearDown = append(rep.WouldTearDown, key)
 		return
 	}
-	if err := e.teardown(ctx, req.Conf, rec, argsFor(rec, req.Args.Path), false); err != nil {
+	if err := e.teardown(ctx, req.Conf, rec, e.argsFor(rec, req.Args.Path), false); err != nil {
 		rep.Errors = append(rep.Errors, fmt.Sprintf("%s: %s", key, msgOf(err)))
 		rep.KeptAlive = append(rep.KeptAlive, att)
 		return
@@ -199,19 +201,12 @@ func needsTeardown(rec *cache.Record) bool {
 }
 
 // argsFor rebuilds the runtime arguments of a record's own attachment for a
-// teardown that no runtime asked for: the ADD's netns if it still exists
-// (else none, as in a DEL after the sandbox is gone) and CNI_ARGS.
-func argsFor(rec *cache.Record, path string) RuntimeArgs {
-	a := RuntimeArgs{ContainerID: rec.Key.ContainerID, IfName: rec.Key.IfName, Args: rec.Args, Path: path}
-	if rec.NetNS != "" && pathExists(rec.NetNS) {
-		a.NetNS = rec.NetNS
-	}
-	return a
-}
-
-func pathExists(p string) bool {
-	_, err := os.Lstat(p)
-	return err == nil
+// teardown that no runtime asked for: the ADD's netns only while the file
+// at its path is still that namespace (else none, as in a DEL after the
+// sandbox is gone; see recordedNetNS) and CNI_ARGS.
+func (e *Engine) argsFor(rec *cache.Record, path string) RuntimeArgs {
+	return RuntimeArgs{ContainerID: rec.Key.ContainerID, IfName: rec.Key.IfName, Args: rec.Args, Path: path,
+		NetNS: e.recordedNetNS(rec)}
 }
 
 // forwardGC sends GC to every delegate that supports CNI 1.1.0, with the

@@ -68,7 +68,7 @@ func (t *opTrace) call(index int, typ, verb string, d time.Duration, err error) 
 	}
 	c := OpCall{Index: index, Type: typ, Verb: verb, Duration: d}
 	if err != nil {
-		c.Error = msgOf(err)
+		c.Error = BoundText(msgOf(err)) // the executor's own error
 	}
 	t.mu.Lock()
 	t.op.Calls = append(t.op.Calls, c)

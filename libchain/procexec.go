@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -17,13 +18,17 @@ import (
 	"github.com/containernetworking/cni/pkg/version"
 )
 
-// ProcExec implements invoke.Exec like invoke.RawExec, with two differences
-// that keep delegates from outliving Catena:
+// ProcExec implements invoke.Exec like invoke.RawExec, with these
+// differences:
 //
 //   - each delegate runs in its own process group, and when ctx ends (the
 //     delegate timeout), the whole group is killed, not only the delegate;
 //   - each delegate gets SIGKILL as its parent-death signal, so a delegate
-//     cannot finish its ADD after Catena itself was killed.
+//     cannot finish its ADD after Catena itself was killed;
+//   - what a delegate prints is bounded: the first MaxResult bytes of its
+//     stdout (more is an error) and the first MaxStderr bytes of its stderr
+//     are kept, the rest is drained and counted, never buffered;
+//   - its stderr reaches Stderr whatever its outcome.
 //
 // Known gap: Linux sends the parent-death signal when the OS thread that
 // forked the child exits, not the process. The Go runtime does not retire
@@ -36,56 +41,103 @@ type ProcExec struct {
 
 var _ invoke.Exec = (*ProcExec)(nil)
 
-// outputGrace bounds the wait for a delegate's output after it exited.
-const outputGrace = 10 * time.Second
+const (
+	// outputGrace bounds the wait for a delegate's output after it exited.
+	outputGrace = 10 * time.Second
+	// MaxResult bounds a delegate's stdout: its result or error.
+	MaxResult = 1 << 20
+	// MaxStderr is how much of a delegate's stderr is passed on.
+	MaxStderr = 64 << 10
+)
 
 // ExecPlugin implements invoke.Exec.
 func (e *ProcExec) ExecPlugin(ctx context.Context, pluginPath string, stdinData []byte, environ []string) ([]byte, error) {
-	var stdout, stderr bytes.Buffer
+	if !filepath.IsAbs(pluginPath) {
+		// exec would look a bare name up in $PATH.
+		return nil, types.NewError(types.ErrPluginNotAvailable, fmt.Sprintf("catena: delegate %q is not an absolute path: refusing to run it", pluginPath), "")
+	}
+	stdout, stderr := &capWriter{max: MaxResult}, &capWriter{max: MaxStderr}
 	for attempt := 0; ; attempt++ {
-		stdout.Reset()
-		stderr.Reset()
-		c := exec.CommandContext(ctx, pluginPath)
-		c.Env = environ
-		c.Stdin = &gatedReader{ctx: ctx, r: bytes.NewReader(stdinData)}
-		c.Stdout = &stdout
-		c.Stderr = &stderr
-		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-		c.Cancel = func() error {
-			// Kill the whole group: the delegate and anything it started.
-			return syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
-		}
-		// How long Wait waits for the output pipes to close once the
-		// delegate exited or its group was killed. A delegate that exited
-		// with success wrote its result before exiting: a reader starved of
-		// CPU on a saturated node (seen: over 1s) must not turn that into a
-		// failure. Only a process that escaped the group holds them longer.
-		c.WaitDelay = outputGrace
-		err := c.Start()
-		if err == nil {
-			if awaitGate(ctx) == nil {
-				hit(runningPoint(environ))
-			}
-			err = c.Wait()
-		}
-		if err == nil {
-			break
-		}
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return nil, fmt.Errorf("%s was killed: %w", pluginPath, ctxErr)
-		}
+		stdout.reset()
+		stderr.reset()
+		err := e.run(ctx, pluginPath, stdinData, environ, stdout, stderr)
 		// The binary may be being replaced; the reference RawExec retries too.
-		if strings.Contains(err.Error(), "text file busy") && attempt < 5 {
+		if err != nil && ctx.Err() == nil && strings.Contains(err.Error(), "text file busy") && attempt < 5 {
 			time.Sleep(100 * time.Millisecond)
 			continue
 		}
-		return nil, pluginErr(err, stdout.Bytes(), stderr.Bytes())
+		e.passStderr(pluginPath, stderr)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return nil, fmt.Errorf("%s was killed: %w", pluginPath, ctx.Err())
+		case stdout.dropped > 0:
+			return nil, types.NewError(types.ErrDecodingFailure, fmt.Sprintf("catena: the delegate printed more than %d bytes on stdout (%d): not a result or error catena accepts",
+				MaxResult, int64(len(stdout.buf))+stdout.dropped), "")
+		case err != nil:
+			return nil, pluginErr(err, stdout.buf, stderr.buf)
+		}
+		return stdout.buf, nil
 	}
-	if e.Stderr != nil && stderr.Len() > 0 {
-		_, _ = stderr.WriteTo(e.Stderr)
-	}
-	return stdout.Bytes(), nil
 }
+
+// run runs the delegate once and waits for it.
+func (e *ProcExec) run(ctx context.Context, pluginPath string, stdinData []byte, environ []string, stdout, stderr io.Writer) error {
+	c := exec.CommandContext(ctx, pluginPath)
+	c.Env = environ
+	c.Stdin = &gatedReader{ctx: ctx, r: bytes.NewReader(stdinData)}
+	c.Stdout = stdout
+	c.Stderr = stderr
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	c.Cancel = func() error {
+		// Kill the whole group: the delegate and anything it started.
+		return syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+	}
+	// How long Wait waits for the output pipes to close once the delegate
+	// exited or its group was killed. A delegate that exited with success
+	// wrote its result before exiting: a reader starved of CPU on a
+	// saturated node (seen: over 1s) must not turn that into a failure.
+	// Only a process that escaped the group holds them longer.
+	c.WaitDelay = outputGrace
+	if err := c.Start(); err != nil {
+		return err
+	}
+	if awaitGate(ctx) == nil {
+		hit(runningPoint(environ))
+	}
+	return c.Wait()
+}
+
+// passStderr writes what was kept of a delegate's stderr to e.Stderr, and
+// says how much was dropped.
+func (e *ProcExec) passStderr(pluginPath string, stderr *capWriter) {
+	if e.Stderr == nil || len(stderr.buf) == 0 {
+		return
+	}
+	// Best effort: if stderr fails, there is nowhere left to say so.
+	_, _ = e.Stderr.Write(stderr.buf)
+	if stderr.dropped > 0 {
+		_, _ = fmt.Fprintf(e.Stderr, "\n... [truncated %d bytes] of the stderr of %s\n", stderr.dropped, pluginPath)
+	}
+}
+
+// capWriter keeps the first max bytes written to it and counts, without
+// keeping, the rest: a delegate's output is drained whatever its size.
+type capWriter struct {
+	buf     []byte
+	max     int
+	dropped int64
+}
+
+var _ io.Writer = (*capWriter)(nil)
+
+func (w *capWriter) Write(p []byte) (int, error) {
+	keep := min(len(p), w.max-len(w.buf))
+	w.buf = append(w.buf, p[:keep]...)
+	w.dropped += int64(len(p) - keep)
+	return len(p), nil
+}
+
+func (w *capWriter) reset() { w.buf, w.dropped = w.buf[:0], 0 }
 
 // runningPoint names the crash point of a running delegate by its verb.
 func runningPoint(environ []string) string {
@@ -100,19 +152,23 @@ func runningPoint(environ []string) string {
 	return ""
 }
 
+// pluginErr is the error of a delegate that failed: the CNI error it
+// printed, else what it said on stderr, bounded (BoundText).
 func pluginErr(err error, stdout, stderr []byte) error {
 	emsg := types.Error{}
 	switch {
 	case len(stdout) == 0 && len(stderr) == 0:
 		emsg.Msg = fmt.Sprintf("plugin failed with no error message: %v", err)
 	case len(stdout) == 0:
-		emsg.Msg = fmt.Sprintf("plugin failed: %q: %v", strings.TrimSpace(string(stderr)), err)
+		emsg.Msg = fmt.Sprintf("plugin failed: %q: %v", BoundText(strings.TrimSpace(string(stderr))), err)
 	default:
 		if perr := json.Unmarshal(stdout, &emsg); perr != nil {
-			emsg = types.Error{Msg: fmt.Sprintf("plugin failed and its error %q does not parse: %v", string(stdout), perr)}
+			emsg = types.Error{Msg: fmt.Sprintf("plugin failed and its error %q does not parse: %v", BoundText(string(stdout)), perr)}
 		} else if emsg.Code == 0 && emsg.Msg == "" {
 			// Not an error: a result. Say why the call failed anyway.
 			emsg = types.Error{Msg: fmt.Sprintf("plugin failed after printing a success result: %v", err)}
+		} else {
+			emsg.Msg, emsg.Details = BoundText(emsg.Msg), BoundText(emsg.Details)
 		}
 	}
 	return &emsg

@@ -3,11 +3,14 @@
 package libchain
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/containernetworking/cni/pkg/types"
@@ -20,8 +23,7 @@ import (
 // catena starved of CPU on a saturated node, whose reader of that pipe does
 // not run for seconds) holds it. Its result was written in full before it
 // exited.
-const lateEOF = `#!/bin/sh
-echo '{"cniVersion":"1.0.0","ips":[{"address":"10.1.2.3/24"}]}'
+const lateEOF = `echo '{"cniVersion":"1.0.0","ips":[{"address":"10.1.2.3/24"}]}'
 ( sleep 2 ) &
 exit 0
 `
@@ -34,12 +36,7 @@ exit 0
 // and tuning.)
 func TestDelegateOutputCompletingAfterExit(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, "late")
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
-	require.NoError(t, err)
-	_, err = f.WriteString(lateEOF)
-	require.NoError(t, err)
-	require.NoError(t, f.Close())
+	writeScript(t, dir, "late", lateEOF)
 
 	exec := NewInvokeExecutor()
 	res, err := exec.Add(context.Background(), Call{Verb: "ADD", Type: "late",
@@ -66,14 +63,70 @@ func TestPluginErrNeverEmpty(t *testing.T) {
 		{name: "nothing at all", want: "plugin failed with no error message: exec: WaitDelay expired"},
 		{name: "stderr only", stderr: "oops", want: `plugin failed: "oops": exec: WaitDelay expired`},
 		{name: "a CNI error", stdout: `{"code":7,"msg":"bad config"}`, want: "bad config", wantCode: 7},
+		{name: "a huge CNI error", stdout: `{"code":7,"msg":"` + strings.Repeat("m", 1<<20) + `","details":"` + strings.Repeat("d", 1<<20) + `"}`,
+			want: strings.Repeat("m", MaxText) + "... [truncated 1044480 bytes]: " + strings.Repeat("d", MaxText) + "... [truncated 1044480 bytes]", wantCode: 7},
+		{name: "huge stderr only", stderr: strings.Repeat("e", 1<<20), want: `plugin failed: "` + strings.Repeat("e", MaxText) + `... [truncated 1044480 bytes]": exec`},
+		{name: "huge garbage", stdout: strings.Repeat("{", 1<<20), want: `its error "` + strings.Repeat("{", MaxText) + `... [truncated 1044480 bytes]" does not parse`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			err := pluginErr(cause, []byte(tc.stdout), []byte(tc.stderr))
 			var te *types.Error
 			require.ErrorAs(t, err, &te)
-			assert.Contains(t, msgOf(err), tc.want)
+			assert.True(t, strings.Contains(msgOf(err), tc.want), "%.200s... does not contain %.200s...", msgOf(err), tc.want)
 			assert.Equal(t, tc.wantCode, te.Code)
+			assert.Less(t, len(te.Msg)+len(te.Details), 3*MaxText)
+		})
+	}
+}
+
+// writeScript installs an executable shell script name in dir.
+func writeScript(t *testing.T, dir, name, body string) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
+	require.NoError(t, err)
+	_, err = f.WriteString("#!/bin/sh\n" + body)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+}
+
+// TestProcExecOutput: what a delegate prints, by outcome. Its stderr
+// reaches ProcExec.Stderr whether it succeeds or fails (it was dropped
+// when a failing delegate also printed its error on stdout), cut past
+// MaxStderr; a stdout past MaxResult is an error, whatever it says.
+func TestProcExecOutput(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name, script string
+		wantErr      string // "" = success
+		wantStderr   string
+		wantTrunc    int // bytes of stderr said to be dropped
+	}{
+		{"success with stderr", `echo diag >&2; echo '{"cniVersion":"1.0.0"}'`, "", "diag\n", 0},
+		{"error on stdout and stderr", `echo diag >&2; echo '{"code":7,"msg":"bad"}'; exit 1`, "bad", "diag\n", 0},
+		{"stderr past MaxStderr", `head -c 100000 /dev/zero | tr '\0' e >&2; echo '{"cniVersion":"1.0.0"}'`, "", strings.Repeat("e", MaxStderr), 100000 - MaxStderr},
+		{"stdout past MaxResult", `head -c 2000000 /dev/zero | tr '\0' ' '; echo '{"cniVersion":"1.0.0"}'`, "printed more than 1048576 bytes on stdout (2000023)", "", 0},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			name := fmt.Sprintf("d%d", i)
+			writeScript(t, dir, name, tt.script)
+			var stderr bytes.Buffer
+			out, err := (&ProcExec{Stderr: &stderr}).ExecPlugin(context.Background(), filepath.Join(dir, name), nil, nil)
+			if tt.wantErr == "" {
+				require.NoError(t, err)
+				assert.JSONEq(t, `{"cniVersion":"1.0.0"}`, string(out))
+			} else {
+				require.Error(t, err)
+				assert.Contains(t, msgOf(err), tt.wantErr)
+			}
+			got := stderr.String()
+			if tt.wantTrunc > 0 {
+				marker := fmt.Sprintf("\n... [truncated %d bytes] of the stderr of %s\n", tt.wantTrunc, filepath.Join(dir, name))
+				assert.True(t, got == tt.wantStderr+marker, "stderr: %d bytes, ends %q", len(got), got[max(0, len(got)-100):])
+				return
+			}
+			assert.Equal(t, tt.wantStderr, got)
 		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"time"
 
@@ -89,14 +90,14 @@ func (e *Engine) repairOne(ctx context.Context, req Request, key cache.Key, verb
 	rec, err := e.Store.Load(key)
 	switch {
 	case errors.Is(err, cache.ErrNotFound):
-		e.noteTeardown(key, false)
+		e.noteTeardown(key, nil)
 		return &skipError{reason: "gone"}
 	case err != nil:
 		return fmt.Errorf("%s: reading record: %w", key, err)
 	case !needsTeardown(rec):
 		return &skipError{reason: "complete"}
 	}
-	if err := e.teardown(ctx, req.Conf, rec, argsFor(rec, req.Args.Path), false); err != nil {
+	if err := e.teardown(ctx, req.Conf, rec, e.argsFor(rec, req.Args.Path), false); err != nil {
 		return fmt.Errorf("%s: %w", key, err)
 	}
 	for _, s := range rec.Steps {
@@ -143,7 +144,8 @@ func (e *Engine) Abandon(ctx context.Context, key cache.Key, index int, now time
 	if err := e.save(rec); err != nil {
 		return fmt.Errorf("abandon %s: %w", key, err)
 	}
-	e.noteTeardown(key, true)
+	// Due at once: the operator wants the teardown finished.
+	e.noteTeardown(key, &cache.PendingNote{Due: now, Attempts: rec.TeardownAttempts})
 	e.log().Warn("delegate abandoned by the operator", "attachment", key.String(), "delegate", stepName(s))
 	return nil
 }
@@ -151,34 +153,60 @@ func (e *Engine) Abandon(ctx context.Context, key cache.Key, index int, now time
 // retryBudget bounds the opportunistic teardown retry of one ADD.
 const retryBudget = 5 * time.Second
 
-// retryPending retries, after a successful ADD, the teardown of at most one
-// record of the same network that needs it, if its lock is free. With
-// nothing pending it costs one failed open. Each DEL is bounded by
-// retryBudget (or delegateTimeout, if shorter).
+// retryPending retries, after a successful ADD, the teardown of the record
+// of the same network that is due soonest, if it is due (see
+// retryBackoff) and its lock is free. With nothing pending it costs one
+// failed open. Each DEL is bounded by retryBudget (or delegateTimeout, if
+// shorter).
+//
+// Before the attempt the record's note is pushed out as if it had failed
+// once more: if this process is killed during a hung DEL (a runtime's
+// deadline), the next ADD still does not retry it at once. A failed attempt
+// then writes the note again from the record (teardown), a successful one
+// clears it.
 func (e *Engine) retryPending(ctx context.Context, req Request) {
 	ti, ok := e.Store.(cache.TeardownIndex)
 	if !ok {
 		return
 	}
-	keys, err := ti.PendingTeardown(req.Conf.Name, 1)
+	pending, err := ti.PendingTeardown(req.Conf.Name, math.MaxInt)
 	if err != nil {
 		e.log().Warn("reading the teardown index", "network", req.Conf.Name, "error", err)
 		return
 	}
-	for _, key := range keys {
-		bounded := *req.Conf
-		bounded.DelegateTimeout = min(bounded.DelegateTimeout, retryBudget)
-		err := e.repairOne(ctx, Request{Conf: &bounded, Args: req.Args}, key, "RETRY")
-		var skip *skipError
+	var p *cache.Pending
+	for i := range pending {
 		switch {
-		case err == nil:
-			e.log().Info("retried a pending teardown", "attachment", key.String())
-		case errors.As(err, &skip):
-			if skip.reason == "complete" {
-				e.noteTeardown(key, false)
-			}
-		default:
-			e.log().Warn("retrying a pending teardown failed; it stays recorded", "attachment", key.String(), "error", err)
+		case pending[i].Key == req.Key():
+			// This ADD just completed that attachment: its note, left by
+			// a teardown whose note could not be cleared, is stale.
+			e.noteTeardown(pending[i].Key, nil)
+		case p == nil:
+			p = &pending[i] // due soonest
 		}
+	}
+	now := e.now()
+	if p == nil || p.Note.Due.After(now) {
+		return
+	}
+	if p.Bad != nil {
+		e.log().Warn("unreadable teardown note: retrying now", "attachment", p.Key.String(), "error", p.Bad)
+	}
+	lease := max(p.Note.Attempts+1, 2)
+	e.noteTeardown(p.Key, &cache.PendingNote{Due: now.Add(retryBackoff(lease)), Attempts: lease})
+	bounded := *req.Conf
+	bounded.DelegateTimeout = min(bounded.DelegateTimeout, retryBudget)
+	err = e.repairOne(ctx, Request{Conf: &bounded, Args: req.Args}, p.Key, "RETRY")
+	var skip *skipError
+	switch {
+	case err == nil:
+		e.log().Info("retried a pending teardown", "attachment", p.Key.String())
+	case errors.As(err, &skip):
+		if skip.reason == "complete" {
+			e.noteTeardown(p.Key, nil)
+		}
+	default:
+		e.log().Warn("retrying a pending teardown failed; it stays recorded", "attachment", p.Key.String(),
+			"attempts", lease, "error", err)
 	}
 }

@@ -103,12 +103,15 @@ func TestAbandon(t *testing.T) {
 func TestLaterAddRetriesOnePendingTeardown(t *testing.T) {
 	exec := newFakeExec()
 	store := cache.NewDiskStore(afero.NewMemMapFs(), "/var/lib/cni/catena", cache.NewMemLocker())
-	eng := &Engine{Store: store, Exec: exec}
+	c := newClock()
+	eng := &Engine{Store: store, Exec: exec, Now: c.now}
 	conf := chainConf(t, "1.0.0", dIPAM, dPort)
 	failedRollback(t, eng, exec, conf)
 	pending, err := store.PendingTeardown(conf.Name, 10)
 	require.NoError(t, err)
-	assert.Equal(t, []cache.Key{keyOf(conf, "c1")}, pending)
+	require.Len(t, pending, 1)
+	assert.Equal(t, keyOf(conf, "c1"), pending[0].Key)
+	assert.Equal(t, cache.PendingNote{Due: c.now(), Attempts: 1}, pending[0].Note, "the failed rollback is due at once")
 
 	// still failing: the later ADD succeeds, the record stays
 	_, err = eng.Add(context.Background(), req(conf, "c2"))
@@ -122,6 +125,12 @@ func TestLaterAddRetriesOnePendingTeardown(t *testing.T) {
 	exec.reset()
 	_, err = eng.Add(context.Background(), req(conf, "c3"))
 	require.NoError(t, err)
+	assert.Equal(t, []string{"ADD ipam", "ADD portmap"}, exec.seen(), "not due again before its backoff")
+
+	c.advance(retryBackoff(2))
+	exec.reset()
+	_, err = eng.Add(context.Background(), req(conf, "c4"))
+	require.NoError(t, err)
 	assert.Equal(t, []string{"ADD ipam", "ADD portmap", "DEL ipam"}, exec.seen())
 	_, err = store.Load(keyOf(conf, "c1"))
 	require.ErrorIs(t, err, cache.ErrNotFound)
@@ -130,7 +139,7 @@ func TestLaterAddRetriesOnePendingTeardown(t *testing.T) {
 	assert.Empty(t, pending)
 
 	exec.reset()
-	_, err = eng.Add(context.Background(), req(conf, "c4"))
+	_, err = eng.Add(context.Background(), req(conf, "c5"))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"ADD ipam", "ADD portmap"}, exec.seen(), "nothing pending: no extra work")
 }

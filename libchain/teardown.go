@@ -79,11 +79,14 @@ func (e *Engine) teardown(ctx context.Context, conf *NetConf, rec *cache.Record,
 		s.DelAttempts++
 		if err != nil && required {
 			s.State, s.DelError = cache.StepDelFailed, msgOf(err)
+			if s.DelFailedSince.IsZero() {
+				s.DelFailedSince = e.now().UTC()
+			}
 			rec.Phase, rec.LastError = cache.PhaseNeedsTeardown, err.Error()
 			if serr := e.save(rec); serr != nil {
 				return errors.Join(err, fmt.Errorf("recording the failed DEL: %w", serr))
 			}
-			e.noteTeardown(rec.Key, true)
+			e.markTeardown(rec)
 			return err
 		}
 		s.DelError = ""
@@ -106,28 +109,9 @@ func (e *Engine) teardown(ctx context.Context, conf *NetConf, rec *cache.Record,
 		return fmt.Errorf("everything was torn down but the record could not be removed: %w", err)
 	}
 	if retry {
-		e.noteTeardown(rec.Key, false)
+		e.noteTeardown(rec.Key, nil)
 	}
 	return nil
-}
-
-// noteTeardown keeps the store's teardown index (if it has one) in step: a
-// hint for the opportunistic retry of later ADDs, so a failure is logged,
-// not returned.
-func (e *Engine) noteTeardown(key cache.Key, pending bool) {
-	ti, ok := e.Store.(cache.TeardownIndex)
-	if !ok {
-		return
-	}
-	var err error
-	if pending {
-		err = ti.MarkTeardown(key)
-	} else {
-		err = ti.ClearTeardown(key)
-	}
-	if err != nil {
-		e.log().Warn("updating the teardown index", "attachment", key.String(), "error", err)
-	}
 }
 
 func (e *Engine) callDel(ctx context.Context, conf *NetConf, s *cache.Step, latest json.RawMessage, args RuntimeArgs) error {
@@ -191,7 +175,7 @@ func (e *Engine) recoverCorrupt(ctx context.Context, req Request, key cache.Key,
 			cancel()
 		}
 		if err != nil {
-			e.log().Warn("best-effort DEL after corrupt record failed", "attachment", key.String(), "delegate", d.String(), "error", err)
+			e.log().Warn("best-effort DEL after corrupt record failed", "attachment", key.String(), "delegate", d.String(), "error", BoundText(msgOf(err)))
 		}
 	}
 	hit("before-quarantine")

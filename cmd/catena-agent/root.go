@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/catena-cni/catena/adopt"
 	"github.com/catena-cni/catena/libchain"
 	"github.com/catena-cni/catena/nodeconf"
 )
@@ -120,6 +121,8 @@ type installFlags struct {
 	resultsDir string
 	resync     time.Duration
 	logLevel   string
+	// onAdopt, if set, receives each adoption's report (run's metrics).
+	onAdopt func(adopt.Report)
 }
 
 func (f *installFlags) register(cmd *cobra.Command, e env) {
@@ -165,7 +168,7 @@ func (f *installFlags) installer(e env) (*nodeconf.Installer, error) {
 	}
 	i := &nodeconf.Installer{Fs: e.fs, Cfg: f.cfg, Log: log}
 	if f.resultsDir != "" {
-		i.Adopt = adopter(f.resultsDir, f.cfg.Catena.CacheDir, log)
+		i.Adopt = adopter(f.resultsDir, f.cfg.Catena.CacheDir, log, f.onAdopt)
 	}
 	return i, nil
 }

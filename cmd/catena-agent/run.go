@@ -16,20 +16,42 @@ import (
 
 func runCmd(e env) *cobra.Command {
 	var f installFlags
+	var rf reconcileFlags
 	var addr string
 	cmd := &cobra.Command{
 		Use:   "run",
-		Short: "The DaemonSet's process: install, keep installed, serve /healthz and /readyz",
+		Short: "The DaemonSet's process: install, keep installed, reconcile, serve /healthz, /readyz and /metrics",
 		Long: `run does what install does and keeps doing it (fsnotify on the conf dir and a
 periodic --resync), and serves on --listen-addr:
 
   /healthz  200 while the install loop is alive (a pass within 3 x --resync)
   /readyz   200 once the generated conflist is in place, wraps the current
             primary and sorts first; 503 with the reason otherwise
+  /metrics  Prometheus metrics: operations (from the event journal), records
+            by network and phase, held attachments, reconcile passes
+
+Every --reconcile-interval it runs a pass of the node reconciler (as
+catenactl reconcile does): attachments whose sandbox the CRI runtime at
+--runtime-endpoint no longer lists are marked, then reclaimed on a pass at
+least --grace later if still unlisted, unlocked and unchanged; records that
+need teardown are retried with per-record backoff whatever the runtime says.
 
 On SIGTERM it exits leaving every file in place.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			mux := http.NewServeMux()
+			log, err := f.logger(e.stderr)
+			if err != nil {
+				return err
+			}
+			obs, err := rf.setup(mux, f.cfg.Catena.CacheDir, f.cfg.BinDir, log, e.stderr)
+			if err != nil {
+				return err
+			}
+			if obs.closer != nil {
+				defer func() { _ = obs.closer.Close() }()
+			}
+			f.onAdopt = obs.onAdopt
 			inst, err := f.installer(e)
 			if err != nil {
 				return err
@@ -38,19 +60,19 @@ On SIGTERM it exits leaving every file in place.`,
 			if err != nil {
 				return fmt.Errorf("--listen-addr: %w", err)
 			}
-			mux := http.NewServeMux()
 			var health agent.Health
 			health.Register(mux)
 			health.AddReadiness("install", installReady(inst))
 			health.AddLiveness("install", installAlive(inst, f.resync))
-			return agent.RunAll(cmd.Context(),
+			return agent.RunAll(cmd.Context(), append(obs.components(),
 				agent.Named{Name: "install", Runnable: agent.RunnableFunc(func(ctx context.Context) error { return inst.Watch(ctx, f.resync) })},
 				agent.Named{Name: "http", Runnable: &agent.Server{Listener: ln, Handler: mux, Log: inst.Log}},
-			)
+			)...)
 		},
 	}
 	f.register(cmd, e)
-	cmd.Flags().StringVar(&addr, "listen-addr", defaultListenAddr, "address of /healthz and /readyz")
+	rf.register(cmd)
+	cmd.Flags().StringVar(&addr, "listen-addr", defaultListenAddr, "address of /healthz, /readyz and /metrics")
 	return cmd
 }
 

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,8 +53,14 @@ func TestRunServesReadiness(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(body)
 	}
-	require.Eventually(t, func() bool { code, _ := get("/readyz"); return code == 503 }, 5*time.Second, 20*time.Millisecond)
-	_, body := get("/readyz")
+	// Before the first pass /readyz says "no pass yet"; wait for the
+	// pass's own verdict.
+	var body string
+	require.Eventually(t, func() bool {
+		var code int
+		code, body = get("/readyz")
+		return code == 503 && !strings.Contains(body, "no pass yet")
+	}, 5*time.Second, 20*time.Millisecond)
 	assert.Contains(t, body, "no primary network config")
 	code, _ := get("/healthz")
 	assert.Equal(t, 200, code)

@@ -126,7 +126,7 @@ func (a *app) diagnose(ctx context.Context) []check {
 // pluginCheck finds plugin typ in cniPath and asks it VERSION: it must
 // support want, the version catena calls it with.
 func pluginCheck(ctx context.Context, name, typ, want, cniPath, field string) check {
-	dirs := filepath.SplitList(cniPath)
+	dirs := libchain.CNIPathDirs(cniPath)
 	p, err := invoke.FindInPath(typ, dirs)
 	if err != nil {
 		return problem(name, fmt.Sprintf("%q not found in CNI_PATH %s", typ, cniPath),

@@ -9,9 +9,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
 	"github.com/spf13/cobra"
 )
 
@@ -95,108 +96,94 @@ func countRecords(entries []entry) []recordCount {
 	return out
 }
 
-// family is one metric family of the exposition.
-type family struct {
-	name, typ, help string
-	samples         []sample
+// exposition collects constant metrics for one textfile: the event
+// journal is bounded, so the operation metrics are gauges and summaries
+// over the window, built afresh each run. It is an unchecked collector: it
+// describes nothing up front, and the registry checks what it collects.
+type exposition struct {
+	metrics []prometheus.Metric
 }
 
-type sample struct {
-	suffix string   // "", "_sum" or "_count"
-	labels []string // name, value, name, value...
-	value  float64
+var _ prometheus.Collector = (*exposition)(nil)
+
+func (x *exposition) Describe(chan<- *prometheus.Desc) {}
+
+func (x *exposition) Collect(ch chan<- prometheus.Metric) {
+	for _, m := range x.metrics {
+		ch <- m
+	}
 }
 
-func (f *family) add(suffix string, value float64, labels ...string) {
-	f.samples = append(f.samples, sample{suffix: suffix, labels: labels, value: value})
+// family declares one metric family with its label names.
+func family(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(name, help, labels, nil)
 }
 
-// addSummary adds the p50/p95 quantiles, sum and count of a summary.
-func (f *family) addSummary(p50, p95, total time.Duration, count int, labels ...string) {
-	f.add("", p50.Seconds(), append(slices.Clone(labels), "quantile", "0.5")...)
-	f.add("", p95.Seconds(), append(slices.Clone(labels), "quantile", "0.95")...)
-	f.add("_sum", total.Seconds(), labels...)
-	f.add("_count", float64(count), labels...)
+// gauge adds one gauge sample; label values are made printable UTF-8
+// first, as the format requires and terminals deserve.
+func (x *exposition) gauge(d *prometheus.Desc, v float64, labels ...string) {
+	x.metrics = append(x.metrics, prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, printableAll(labels)...))
+}
+
+// summary adds the p50/p95 quantiles, sum and count of a summary.
+func (x *exposition) summary(d *prometheus.Desc, p50, p95, total time.Duration, count int, labels ...string) {
+	x.metrics = append(x.metrics, prometheus.MustNewConstSummary(d, uint64(count), total.Seconds(),
+		map[float64]float64{0.5: p50.Seconds(), 0.95: p95.Seconds()}, printableAll(labels)...))
+}
+
+func printableAll(labels []string) []string {
+	out := make([]string, len(labels))
+	for i, l := range labels {
+		out[i] = printableLines(l)
+	}
+	return out
 }
 
 func writeExposition(w io.Writer, m metricsData) error {
-	window := &family{name: "catena_events_window_seconds", typ: "gauge",
-		help: "Length of the window, ending now, that the catena operation and delegate metrics cover."}
-	window.add("", m.WindowSeconds)
-	unreadable := &family{name: "catena_events_unreadable_lines", typ: "gauge",
-		help: "Lines of the event journal that could not be read as an operation (too long, not JSON, torn) and were skipped."}
-	unreadable.add("", float64(m.Skipped))
-	ops := &family{name: "catena_operations", typ: "gauge",
-		help: "Catena operations that started within the window, by verb and outcome (ok or error)."}
-	rollbacks := &family{name: "catena_operation_rollbacks", typ: "gauge",
-		help: "Catena operations within the window whose failed ADD was rolled back, by verb."}
-	opDur := &family{name: "catena_operation_duration_seconds", typ: "summary",
-		help: "Duration of catena operations that started within the window, by verb (nearest-rank quantiles)."}
-	lockWait := &family{name: "catena_lock_wait_seconds", typ: "summary",
-		help: "Time catena operations within the window waited for their attachment's lock, by verb (nearest-rank quantiles)."}
-	lockMax := &family{name: "catena_lock_wait_max_seconds", typ: "gauge",
-		help: "Longest wait for an attachment's lock within the window, by verb."}
+	x := &exposition{}
+	x.gauge(family("catena_events_window_seconds", "Length of the window, ending now, that the catena operation and delegate metrics cover."), m.WindowSeconds)
+	x.gauge(family("catena_events_unreadable_lines", "Lines of the event journal that could not be read as an operation (too long, not JSON, torn) and were skipped."), float64(m.Skipped))
+	ops := family("catena_operations", "Catena operations that started within the window, by verb and outcome (ok or error).", "verb", "outcome")
+	rollbacks := family("catena_operation_rollbacks", "Catena operations within the window whose failed ADD was rolled back, by verb.", "verb")
+	opDur := family("catena_operation_duration_seconds", "Duration of catena operations that started within the window, by verb (nearest-rank quantiles).", "verb")
+	lockWait := family("catena_lock_wait_seconds", "Time catena operations within the window waited for their attachment's lock, by verb (nearest-rank quantiles).", "verb")
+	lockMax := family("catena_lock_wait_max_seconds", "Longest wait for an attachment's lock within the window, by verb.", "verb")
 	for _, o := range m.Operations {
-		ops.add("", float64(o.Count-o.Failures), "verb", o.Verb, "outcome", "ok")
-		ops.add("", float64(o.Failures), "verb", o.Verb, "outcome", "error")
-		rollbacks.add("", float64(o.Rollbacks), "verb", o.Verb)
-		opDur.addSummary(o.DurationP50, o.DurationP95, o.DurationSum, o.Count, "verb", o.Verb)
-		lockWait.addSummary(o.LockWaitP50, o.LockWaitP95, o.LockWaitSum, o.Count, "verb", o.Verb)
-		lockMax.add("", o.LockWaitMax.Seconds(), "verb", o.Verb)
+		x.gauge(ops, float64(o.Count-o.Failures), o.Verb, "ok")
+		x.gauge(ops, float64(o.Failures), o.Verb, "error")
+		x.gauge(rollbacks, float64(o.Rollbacks), o.Verb)
+		x.summary(opDur, o.DurationP50, o.DurationP95, o.DurationSum, o.Count, o.Verb)
+		x.summary(lockWait, o.LockWaitP50, o.LockWaitP95, o.LockWaitSum, o.Count, o.Verb)
+		x.gauge(lockMax, o.LockWaitMax.Seconds(), o.Verb)
 	}
-	calls := &family{name: "catena_delegate_calls", typ: "gauge",
-		help: "Delegate invocations within the window, by delegate index and type and verb."}
-	failures := &family{name: "catena_delegate_failures", typ: "gauge",
-		help: "Delegate invocations within the window that failed, by delegate index and type and verb."}
-	callDur := &family{name: "catena_delegate_duration_seconds", typ: "summary",
-		help: "Latency of delegate invocations within the window, by delegate index and type and verb (nearest-rank quantiles)."}
+	calls := family("catena_delegate_calls", "Delegate invocations within the window, by delegate index and type and verb.", "index", "type", "verb")
+	failures := family("catena_delegate_failures", "Delegate invocations within the window that failed, by delegate index and type and verb.", "index", "type", "verb")
+	callDur := family("catena_delegate_duration_seconds", "Latency of delegate invocations within the window, by delegate index and type and verb (nearest-rank quantiles).", "index", "type", "verb")
 	for _, c := range m.Delegates {
-		l := []string{"index", strconv.Itoa(c.Index), "type", c.Type, "verb", c.Verb}
-		calls.add("", float64(c.Calls), l...)
-		failures.add("", float64(c.Failures), l...)
-		callDur.addSummary(c.P50, c.P95, c.DurationSum, c.Calls, l...)
+		l := []string{strconv.Itoa(c.Index), c.Type, c.Verb}
+		x.gauge(calls, float64(c.Calls), l...)
+		x.gauge(failures, float64(c.Failures), l...)
+		x.summary(callDur, c.P50, c.P95, c.DurationSum, c.Calls, l...)
 	}
-	records := &family{name: "catena_records", typ: "gauge",
-		help: "Attachment records in the cache dir now, by network and phase (unreadable: the record cannot be trusted)."}
+	records := family("catena_records", "Attachment records in the cache dir now, by network and phase (unreadable: the record cannot be trusted).", "network", "phase")
 	for _, r := range m.Records {
-		records.add("", float64(r.Count), "network", r.Network, "phase", r.Phase)
+		x.gauge(records, float64(r.Count), r.Network, r.Phase)
 	}
-	var b strings.Builder
-	for _, f := range []*family{window, unreadable, ops, rollbacks, opDur, lockWait, lockMax, calls, failures, callDur, records} {
-		f.write(&b)
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(x); err != nil {
+		return fmt.Errorf("metrics: %w", err)
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-func (f *family) write(b *strings.Builder) {
-	fmt.Fprintf(b, "# HELP %s %s\n# TYPE %s %s\n", f.name, escapeHelp(f.help), f.name, f.typ)
-	for _, s := range f.samples {
-		b.WriteString(f.name + s.suffix)
-		if len(s.labels) > 0 {
-			b.WriteByte('{')
-			for i := 0; i+1 < len(s.labels); i += 2 {
-				if i > 0 {
-					b.WriteByte(',')
-				}
-				fmt.Fprintf(b, "%s=\"%s\"", s.labels[i], escapeLabel(s.labels[i+1]))
-			}
-			b.WriteByte('}')
+	fams, err := reg.Gather()
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	enc := expfmt.NewEncoder(w, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, f := range fams {
+		if err := enc.Encode(f); err != nil {
+			return fmt.Errorf("metrics: writing %s: %w", f.GetName(), err)
 		}
-		b.WriteString(" " + strconv.FormatFloat(s.value, 'g', -1, 64) + "\n")
 	}
-}
-
-// escapeHelp escapes a HELP text: backslash and newline.
-func escapeHelp(s string) string {
-	return strings.NewReplacer(`\`, `\\`, "\n", `\n`).Replace(s)
-}
-
-// escapeLabel escapes a label value: backslash, double quote and newline,
-// after printableLines has made what a terminal could act on (or what is
-// not UTF-8, which the format forbids) text.
-func escapeLabel(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(printableLines(s))
+	return nil
 }
 
 // replaceFile writes data to a temporary file beside path and renames it

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -9,6 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -79,8 +85,8 @@ func TestMetrics(t *testing.T) {
 	s := parseExposition(t, out)
 	for k, want := range map[string]float64{
 		`catena_events_window_seconds`:                                                        3600,
-		`catena_operations{verb="ADD",outcome="ok"}`:                                          3,
-		`catena_operations{verb="ADD",outcome="error"}`:                                       1,
+		`catena_operations{outcome="ok",verb="ADD"}`:                                          3,
+		`catena_operations{outcome="error",verb="ADD"}`:                                       1,
 		`catena_operation_rollbacks{verb="ADD"}`:                                              1,
 		`catena_operation_duration_seconds{verb="ADD",quantile="0.5"}`:                        0.025,
 		`catena_operation_duration_seconds{verb="ADD",quantile="0.95"}`:                       0.045,
@@ -139,11 +145,29 @@ func TestMetricsEmpty(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	s := parseExposition(t, out)
 	assert.Equal(t, map[string]float64{"catena_events_window_seconds": 3600, "catena_events_unreadable_lines": 0}, s)
-	assert.Equal(t, 11, strings.Count(out, "# TYPE "), "every family is declared even without samples")
+	assert.Equal(t, 2, strings.Count(out, "# TYPE "), "a family without samples is not written (client_golang's registry)")
 }
 
-func TestEscapeLabel(t *testing.T) {
-	assert.Equal(t, `a\\b\"c\nd`, escapeLabel("a\\b\"c\nd"))
-	assert.Equal(t, `esc \\x1b[2J bad \\xff`, escapeLabel("esc \x1b[2J bad \xff"), "what a terminal could act on becomes text")
-	assert.Equal(t, `x\\y\nz "q"`, escapeHelp("x\\y\nz \"q\""))
+// TestExpositionEscapesAndLints: label values a delegate controls are
+// made printable and escaped by expfmt, and the exposition passes
+// client_golang's linter.
+func TestExpositionEscapesAndLints(t *testing.T) {
+	var buf bytes.Buffer
+	m := metricsData{stats: &stats{WindowSeconds: 60}, Records: []recordCount{{Network: "a\\b\"c\nd", Phase: "esc \x1b[2J bad \xff", Count: 2}}}
+	require.NoError(t, writeExposition(&buf, m))
+	out := buf.String()
+	assert.Contains(t, out, `catena_records{network="a\\b\"c\nd",phase="esc \\x1b[2J bad \\xff"} 2`)
+	assertTerminalSafe(t, out, "exposition")
+	parseExposition(t, out)
+	problems, err := testutil.GatherAndLint(prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		parser := expfmt.NewTextParser(model.LegacyValidation)
+		fams, err := parser.TextToMetricFamilies(strings.NewReader(out))
+		var list []*dto.MetricFamily
+		for _, f := range fams {
+			list = append(list, f)
+		}
+		return list, err
+	}))
+	require.NoError(t, err)
+	assert.Empty(t, problems)
 }

@@ -179,7 +179,7 @@ func TestStatsSurvivesJunkLines(t *testing.T) {
 	out, stderr, code = f.run("metrics")
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, out, "catena_events_unreadable_lines 5\n")
-	assert.Contains(t, out, `catena_operations{verb="DEL",outcome="ok"} 2`)
+	assert.Contains(t, out, `catena_operations{outcome="ok",verb="DEL"} 2`)
 	assert.Contains(t, out, `catena_delegate_calls{index="0",type="bridge\\x1b[2J",verb="DEL"} 1`, "ESC in a label is escaped")
 	assertTerminalSafe(t, out, "metrics")
 }

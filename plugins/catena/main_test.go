@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -71,21 +70,11 @@ func TestBadInput(t *testing.T) {
 			for k, v := range tt.env {
 				env[k] = v
 			}
-			cmd := exec.Command(bin)
-			cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-			for k, v := range env {
-				if v != "" {
-					cmd.Env = append(cmd.Env, k+"="+v)
-				}
-			}
-			cmd.Stdin = strings.NewReader(tt.conf(cacheDir))
-			var stdout, stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			err := cmd.Run()
+			inv := runCatena(t, bin, env, tt.conf(cacheDir))
 			var exitErr *exec.ExitError
-			require.ErrorAs(t, err, &exitErr, "non-zero exit")
+			require.ErrorAs(t, inv.err, &exitErr, "non-zero exit")
 			var out cniOut
-			require.NoError(t, json.Unmarshal(stdout.Bytes(), &out), "stdout is a CNI error: %q", stdout.String())
+			require.NoError(t, json.Unmarshal(inv.stdout, &out), "stdout is a CNI error: %q", inv.stdout)
 			assert.Equal(t, tt.wantCode, out.Code, out.Msg)
 			assert.Contains(t, out.Msg, tt.wantMsg)
 			_, statErr := os.Stat(cacheDir)

@@ -48,6 +48,10 @@ type NetConf struct {
 	StateDir       string `json:"stateDir,omitempty"`
 	LogFile        string `json:"logFile,omitempty"`
 	PidFile        string `json:"pidFile,omitempty"`
+	// Noise: see flood.go.
+	PadError    int64 `json:"padError,omitempty"`
+	FloodStdout int64 `json:"floodStdout,omitempty"`
+	FloodStderr int64 `json:"floodStderr,omitempty"`
 
 	hangAdd     time.Duration
 	waitTimeout time.Duration
@@ -142,7 +146,7 @@ func (c *NetConf) faultActive() (bool, error) {
 // injected returns the CNI error for an injected failure of verb.
 func (c *NetConf) injected(code uint, verb string, args *skel.CmdArgs) *types.Error {
 	return types.NewError(code,
-		fmt.Sprintf("failer: injected %s failure", verb),
+		fmt.Sprintf("failer: injected %s failure", verb)+c.padding(),
 		fmt.Sprintf("containerID=%s ifname=%s", args.ContainerID, args.IfName))
 }
 
@@ -161,6 +165,9 @@ func load(verb string, args *skel.CmdArgs) (*NetConf, error) {
 		return nil, types.NewError(types.ErrInvalidNetworkConfig, err.Error(), "")
 	}
 	if err := logInvocation(conf.LogFile, verb, args); err != nil {
+		return nil, types.NewError(types.ErrIOFailure, err.Error(), "")
+	}
+	if err := conf.flood(verb, os.Stdout, os.Stderr); err != nil {
 		return nil, types.NewError(types.ErrIOFailure, err.Error(), "")
 	}
 	return conf, nil

@@ -9,6 +9,8 @@
 //	errorCode                    uint   code for injected failures (default 100)
 //	faultFile                    string fail* flags apply only while this file exists
 //	hangAdd                      string duration to sleep before answering ADD
+//	hangDel                      string duration to sleep before answering DEL (while
+//	                                    faultFile exists, if set)
 //	waitFile                     string ADD blocks until this file exists (10ms polling)
 //	waitTimeout                  string how long ADD waits for waitFile (default 60s);
 //	                                    on expiry ADD fails with errorCode
@@ -18,6 +20,11 @@
 //	pidFile                      string ADD first starts a child (sleep, as long as hangAdd,
 //	                                    which is required) in failer's process group and
 //	                                    writes "<failer pid>\n<child pid>\n" here, atomically
+//	padError                     int    append this many 'x' to an injected error's message
+//	floodStdout                  int    every verb first writes this many spaces to stdout
+//	                                    (before its result or error, which stays valid JSON)
+//	floodStderr                  int    every verb first writes this many bytes of
+//	                                    "failer <VERB> stderr noise\n" lines to stderr
 //	logFile                      string append "<VERB> <containerID> <ifname> <netns>\n"
 //	                                    per invocation (empty fields are written as "-");
 //	                                    GC adds "GC-VALID <containerID>/<ifname> ...\n"
@@ -38,7 +45,7 @@ import (
 func main() {
 	skel.PluginMainFuncs(skel.CNIFuncs{
 		Add:    func(args *skel.CmdArgs) error { return cmdAdd(args, os.Stdout) },
-		Del:    cmdDel,
+		Del:    cmdDelHanging,
 		Check:  cmdCheck,
 		Status: cmdStatus,
 		GC:     cmdGC,

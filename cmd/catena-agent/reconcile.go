@@ -1,0 +1,92 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/catena-cni/catena/adopt"
+	"github.com/catena-cni/catena/agent"
+	"github.com/catena-cni/catena/metrics"
+	"github.com/catena-cni/catena/reconcile"
+)
+
+const (
+	defaultRuntimeEndpoint   = "unix:///run/containerd/containerd.sock"
+	defaultReconcileInterval = 30 * time.Second
+)
+
+// reconcileFlags are run's flags of the node reconciler.
+type reconcileFlags struct {
+	endpoint string
+	interval time.Duration
+	cniPath  string
+	opts     reconcile.Options
+}
+
+func (r *reconcileFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&r.endpoint, "runtime-endpoint", defaultRuntimeEndpoint, "the CRI runtime's socket, listed by the reconciler")
+	fl.DurationVar(&r.interval, "reconcile-interval", defaultReconcileInterval, "run a reconcile pass this often (0: no reconciler)")
+	fl.DurationVar(&r.opts.Grace, "grace", reconcile.DefaultGrace, "a record changed within this is never reclaimed, and a mark must be this old before its reclaim")
+	fl.DurationVar(&r.opts.AbandonAfter, "abandon-after", 0, "abandon a delegate whose DEL has failed for this long, as catenactl repair --abandon does (0: never; the safe default)")
+	fl.DurationVar(&r.opts.RuntimeTimeout, "runtime-timeout", reconcile.DefaultRuntimeTimeout, "bound on each ListPodSandbox")
+	fl.StringVar(&r.cniPath, "cni-path", "", "where the reconciler finds the delegates (default: --cni-bin-dir)")
+}
+
+// observability is what run adds for the reconciler and the metrics: the
+// registry (served on /metrics) and the components to run.
+type observability struct {
+	metrics *metrics.Metrics
+	loop    *reconcile.Loop
+	closer  io.Closer
+}
+
+// setup registers /metrics on mux and, unless the interval is 0, builds
+// the reconcile loop over cacheDir.
+func (r *reconcileFlags) setup(mux *http.ServeMux, cacheDir, binDir string, log *slog.Logger, stderr io.Writer) (*observability, error) {
+	if r.interval < 0 || r.opts.Grace <= 0 || r.opts.AbandonAfter < 0 {
+		return nil, &usageError{fmt.Errorf("--reconcile-interval %s, --grace %s, --abandon-after %s: grace must be positive, the others not negative",
+			r.interval, r.opts.Grace, r.opts.AbandonAfter)}
+	}
+	m := metrics.New()
+	tail := metrics.NewJournalTail(cacheDir, m)
+	mux.Handle("GET /metrics", m.Handler(tail, log))
+	o := &observability{metrics: m}
+	if r.interval == 0 {
+		return o, nil
+	}
+	r.opts.CNIPath = r.cniPath
+	if r.opts.CNIPath == "" {
+		r.opts.CNIPath = binDir
+	}
+	rec, lister, err := reconcile.NewNode(reconcile.NodeConfig{CacheDir: cacheDir, RuntimeEndpoint: r.endpoint, Options: r.opts,
+		Log: log, Observer: m, DelegateStderr: stderr})
+	if err != nil {
+		return nil, &usageError{err}
+	}
+	o.closer = lister
+	o.loop = &reconcile.Loop{R: rec, Interval: r.interval, BeforePass: func() {
+		if err := tail.Poll(); err != nil {
+			log.Warn("metrics: reading the event journal", "error", err)
+		}
+	}}
+	return o, nil
+}
+
+// components are the runnables to add to run's.
+func (o *observability) components() []agent.Named {
+	if o.loop == nil {
+		return nil
+	}
+	return []agent.Named{{Name: "reconcile", Runnable: o.loop}}
+}
+
+// onAdopt counts an install's adoption.
+func (o *observability) onAdopt(rep adopt.Report) {
+	o.metrics.ObserveAdoption(rep.Adopted, rep.AlreadyPresent, len(rep.Skipped))
+}

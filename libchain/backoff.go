@@ -1,0 +1,63 @@
+package libchain
+
+import (
+	"time"
+
+	"github.com/catena-cni/catena/cache"
+)
+
+// The opportunistic retry after ADD backs off per record: after its n-th
+// failed teardown attempt a record is next due retryBackoff(n) later. The
+// first failure is the runtime's own DEL or rollback, so the next ADD may
+// retry at once (as a stuck record used to be); then 1 s, doubling, up to
+// 5 min from the 10th failure on. A record whose DEL hangs until
+// delegateTimeout thus costs at most one ADD per backoff period, and the
+// others, due sooner, get their turn meanwhile.
+const (
+	retryBackoffBase = time.Second
+	retryBackoffCap  = 5 * time.Minute
+)
+
+// retryBackoff is how long after its failed-th failed teardown attempt a
+// record waits for the next opportunistic retry.
+func retryBackoff(failed int) time.Duration {
+	if failed <= 1 {
+		return 0
+	}
+	d := retryBackoffBase
+	for i := 2; i < failed; i++ {
+		if d >= retryBackoffCap/2 {
+			return retryBackoffCap
+		}
+		d *= 2
+	}
+	return min(d, retryBackoffCap)
+}
+
+// markTeardown notes in the store's teardown index (if it has one) that
+// rec needs teardown, next due after the backoff of its failed attempts. A
+// hint for the retry of later ADDs, so a failure is logged, not returned.
+func (e *Engine) markTeardown(rec *cache.Record) {
+	e.noteTeardown(rec.Key, &cache.PendingNote{
+		Due: e.now().Add(retryBackoff(rec.TeardownAttempts)), Attempts: rec.TeardownAttempts,
+	})
+}
+
+// noteTeardown keeps the store's teardown index (if it has one) in step:
+// it writes note, or with nil clears the key's note. A failure is logged,
+// not returned: the index is a hint.
+func (e *Engine) noteTeardown(key cache.Key, note *cache.PendingNote) {
+	ti, ok := e.Store.(cache.TeardownIndex)
+	if !ok {
+		return
+	}
+	var err error
+	if note != nil {
+		err = ti.MarkTeardown(key, *note)
+	} else {
+		err = ti.ClearTeardown(key)
+	}
+	if err != nil {
+		e.log().Warn("updating the teardown index", "attachment", key.String(), "error", err)
+	}
+}

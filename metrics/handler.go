@@ -1,0 +1,23 @@
+package metrics
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Handler serves the registry; before each scrape it reads what the event
+// journal gained since the last one (tail may be nil). A journal that
+// cannot be read is logged and the scrape still answers.
+func (m *Metrics) Handler(tail *JournalTail, log *slog.Logger) http.Handler {
+	h := promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if tail != nil {
+			if err := tail.Poll(); err != nil {
+				log.Warn("metrics: reading the event journal", "error", err)
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,162 @@
+package metrics
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"sync"
+	"syscall"
+
+	"github.com/catena-cni/catena/libchain"
+)
+
+// maxLine bounds one event line; a longer one is junk, skipped in bounded
+// memory.
+const maxLine = 64 << 10
+
+// JournalTail feeds the operations of a cache dir's event journal into the
+// metrics, reading only what was appended since the last Poll. It follows
+// the rotation of events.jsonl to events.jsonl.1: when the journal's inode
+// changes, the rest of the old file is read from .1 (if .1 is that file)
+// before the new one. A journal rotated twice between polls loses the
+// middle file's lines. Any line that is not an operation is skipped and
+// counted.
+type JournalTail struct {
+	Path    string // <cacheDir>/events/events.jsonl
+	Metrics *Metrics
+
+	mu  sync.Mutex
+	ino uint64
+	off int64
+}
+
+// NewJournalTail tails the journal of cacheDir from its beginning (the
+// rotated file first).
+func NewJournalTail(cacheDir string, m *Metrics) *JournalTail {
+	return &JournalTail{Path: libchain.EventsPath(cacheDir), Metrics: m}
+}
+
+// Poll reads what was appended since the last call.
+func (j *JournalTail) Poll() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	cur, st, err := openJournal(j.Path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return j.drainRotated(j.ino == 0)
+	}
+	if err != nil {
+		return err
+	}
+	defer cur.Close()
+	if st.ino != j.ino {
+		// Rotated (or first poll): finish the old file from .1.
+		if err := j.drainRotated(j.ino == 0); err != nil {
+			return err
+		}
+		j.ino, j.off = st.ino, 0
+	}
+	if st.size < j.off {
+		j.off = 0 // truncated by hand
+	}
+	n, err := j.read(cur, j.off)
+	j.off += n
+	return err
+}
+
+// drainRotated reads the rest of the previous journal from .1: all of it
+// on the first poll, else only if .1 is the file last read. It then counts
+// as the file last read, so a repeated call reads only what is new.
+func (j *JournalTail) drainRotated(first bool) error {
+	old, st, err := openJournal(j.Path + ".1")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer old.Close()
+	if first {
+		j.ino, j.off = st.ino, 0
+	}
+	if st.ino != j.ino {
+		return nil // rotated again meanwhile: that file is lost to us
+	}
+	n, err := j.read(old, j.off)
+	j.off += n
+	return err
+}
+
+type fileInfo struct {
+	ino  uint64
+	size int64
+}
+
+// openJournal opens a journal file, never through a symlink, and returns
+// its inode and size; a missing file is fs.ErrNotExist.
+func openJournal(path string) (*os.File, fileInfo, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fileInfo{}, fmt.Errorf("event journal: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return nil, fileInfo{}, fmt.Errorf("event journal: %w", err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || !fi.Mode().IsRegular() {
+		_ = f.Close()
+		return nil, fileInfo{}, fmt.Errorf("event journal: %s is not a regular file", path)
+	}
+	return f, fileInfo{ino: st.Ino, size: fi.Size()}, nil
+}
+
+// read consumes the complete lines of f from off and returns how many
+// bytes they took: a line still being written (no newline yet) is left
+// for the next poll.
+func (j *JournalTail) read(f *os.File, off int64) (int64, error) {
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		return 0, fmt.Errorf("event journal: %w", err)
+	}
+	r := bufio.NewReaderSize(f, maxLine)
+	var used int64
+	for {
+		line, long, err := readLine(r)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return used, nil
+			}
+			return used, fmt.Errorf("event journal: %w", err)
+		}
+		used += int64(len(line)) + long
+		var op libchain.Op
+		if long > 0 || json.Unmarshal(line, &op) != nil || op.Verb == "" {
+			j.Metrics.skippedLines.Inc()
+			continue
+		}
+		j.Metrics.ObserveOp(op)
+	}
+}
+
+// readLine returns the next complete line (with its newline) of at most
+// maxLine bytes; a longer one is discarded and reported by how many bytes
+// it had (line is then empty). io.EOF means no complete line is left.
+func readLine(r *bufio.Reader) (line []byte, long int64, err error) {
+	for {
+		chunk, err := r.ReadSlice('\n')
+		switch {
+		case err == nil && long == 0:
+			return chunk, 0, nil
+		case err == nil:
+			return nil, long + int64(len(chunk)), nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			long += int64(len(chunk))
+		default:
+			return nil, 0, err // a partial last line waits for more
+		}
+	}
+}

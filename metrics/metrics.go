@@ -1,0 +1,146 @@
+// Package metrics is Catena's Prometheus registry for catena-agent run:
+// operations from the event journal, records by network and phase, held
+// attachments, the reconciler's passes and the install's adoptions.
+package metrics
+
+import (
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/catena-cni/catena/libchain"
+	"github.com/catena-cni/catena/reconcile"
+)
+
+// Metrics holds every Catena metric of one agent, on its own registry.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	ops          *prometheus.CounterVec
+	opDuration   *prometheus.HistogramVec
+	skippedLines prometheus.Counter
+
+	records    *prometheus.GaugeVec
+	held       prometheus.Gauge
+	oldestHeld prometheus.Gauge
+
+	passes        prometheus.Counter
+	passErrors    prometheus.Counter
+	candidates    prometheus.Counter
+	marked        prometheus.Counter
+	reclaimed     prometheus.Counter
+	kept          *prometheus.CounterVec
+	runtimeErrors prometheus.Counter
+	retries       *prometheus.CounterVec
+	abandoned     prometheus.Counter
+	lastPass      prometheus.Gauge
+	lastDuration  prometheus.Gauge
+
+	adoptions *prometheus.CounterVec
+}
+
+var _ reconcile.Observer = (*Metrics)(nil)
+
+// opBuckets span a fast DEL (ms) to a delegate timing out (minutes).
+var opBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}
+
+// New registers every metric on a new registry, with the Go and process
+// collectors.
+func New() *Metrics {
+	m := &Metrics{Registry: prometheus.NewRegistry()}
+	counter := func(name, help string) prometheus.Counter {
+		c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+		m.Registry.MustRegister(c)
+		return c
+	}
+	gauge := func(name, help string) prometheus.Gauge {
+		g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+		m.Registry.MustRegister(g)
+		return g
+	}
+	m.ops = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "catena_operations_total",
+		Help: "Catena operations read from the event journal, by verb and outcome (ok or error)."}, []string{"verb", "outcome"})
+	m.opDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "catena_operation_duration_seconds",
+		Help: "Duration of Catena operations read from the event journal, by verb.", Buckets: opBuckets}, []string{"verb"})
+	m.skippedLines = counter("catena_event_journal_skipped_lines_total",
+		"Lines of the event journal that were not an operation (junk, torn or too long) and were skipped.")
+	m.records = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "catena_records",
+		Help: "Attachment records at the last reconcile pass, by network and phase (unreadable: the record cannot be trusted)."}, []string{"network", "phase"})
+	m.held = gauge("catena_held_attachments", "Attachments whose teardown failed and is still held (phase needs-teardown), at the last pass.")
+	m.oldestHeld = gauge("catena_oldest_held_attachment_age_seconds", "How long the oldest held attachment's DEL has been failing, at the last pass (0: none).")
+	m.passes = counter("catena_reconcile_passes_total", "Reconcile passes run.")
+	m.passErrors = counter("catena_reconcile_pass_errors_total", "Reconcile passes that met an error (see the agent's log).")
+	m.candidates = counter("catena_reconcile_candidates_total", "Records found without a sandbox, with a free lock and unchanged within the grace period, summed over passes.")
+	m.marked = counter("catena_reconcile_marked_total", "Candidates marked (phase one).")
+	m.reclaimed = counter("catena_reconcile_reclaimed_total", "Attachments reclaimed (phase two): torn down because the runtime no longer knows their sandbox.")
+	m.kept = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "catena_reconcile_kept_total",
+		Help: "Records kept because of an error, summed over passes, by cause: runtime (ListPodSandbox failed or was slow) or record (a record could not be read)."}, []string{"cause"})
+	m.runtimeErrors = counter("catena_reconcile_runtime_errors_total", "Passes in which ListPodSandbox failed or timed out.")
+	m.retries = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "catena_teardown_retries_total",
+		Help: "Retries of teardowns that were needed, by outcome (ok or error)."}, []string{"outcome"})
+	m.abandoned = counter("catena_abandoned_delegates_total", "Delegates abandoned by abandonAfter: their DEL failed for that long; what they hold may leak.")
+	m.lastPass = gauge("catena_reconcile_last_pass_timestamp_seconds", "When the last reconcile pass started, in Unix seconds.")
+	m.lastDuration = gauge("catena_reconcile_last_pass_duration_seconds", "How long the last reconcile pass took.")
+	m.adoptions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "catena_adoptions_total",
+		Help: "Attachments of the primary found by the install in the runtime's libcni cache, by result: adopted, present (had a record) or skipped."}, []string{"result"})
+	m.Registry.MustRegister(m.ops, m.opDuration, m.records, m.kept, m.retries, m.adoptions,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// ObserveOp counts one operation of the event journal.
+func (m *Metrics) ObserveOp(op libchain.Op) {
+	verb, outcome := label(op.Verb), label(op.Outcome)
+	m.ops.WithLabelValues(verb, outcome).Inc()
+	m.opDuration.WithLabelValues(verb).Observe(op.Duration.Seconds())
+}
+
+// label bounds a label value taken from the journal: a line that parses
+// but carries a hostile verb must not blow up the series count.
+func label(s string) string {
+	switch s = strings.ToUpper(s); s {
+	case "ADD", "DEL", "CHECK", "STATUS", "GC", "REPAIR", "RETRY", "RECLAIM", "ABANDON", "OK", "ERROR":
+		return strings.ToLower(s)
+	}
+	return "other"
+}
+
+// ObservePass implements reconcile.Observer.
+func (m *Metrics) ObservePass(rep *reconcile.Report) {
+	m.passes.Inc()
+	if len(rep.Errors) > 0 {
+		m.passErrors.Inc()
+	}
+	m.candidates.Add(float64(rep.Candidates))
+	m.marked.Add(float64(rep.Marked))
+	m.reclaimed.Add(float64(rep.Reclaimed))
+	if rep.Kept > 0 {
+		cause := "record"
+		if rep.RuntimeError != "" {
+			cause = "runtime"
+		}
+		m.kept.WithLabelValues(cause).Add(float64(rep.Kept))
+	}
+	if rep.RuntimeError != "" {
+		m.runtimeErrors.Inc()
+	}
+	m.retries.WithLabelValues("ok").Add(float64(rep.Retried))
+	m.retries.WithLabelValues("error").Add(float64(rep.RetryFailed))
+	m.abandoned.Add(float64(rep.Abandoned))
+	m.records.Reset()
+	for _, c := range rep.Counts {
+		m.records.WithLabelValues(c.Network, c.Phase).Set(float64(c.Count))
+	}
+	m.held.Set(float64(rep.Held))
+	m.oldestHeld.Set(rep.OldestHeld.Seconds())
+	m.lastPass.Set(float64(rep.Start.UnixNano()) / 1e9)
+	m.lastDuration.Set(rep.Duration.Seconds())
+}
+
+// ObserveAdoption counts one adoption by the install.
+func (m *Metrics) ObserveAdoption(adopted, present, skipped int) {
+	m.adoptions.WithLabelValues("adopted").Add(float64(adopted))
+	m.adoptions.WithLabelValues("present").Add(float64(present))
+	m.adoptions.WithLabelValues("skipped").Add(float64(skipped))
+}

@@ -1,0 +1,108 @@
+package metrics
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/libchain"
+	"github.com/catena-cni/catena/reconcile"
+)
+
+func opLine(t *testing.T, verb, outcome string, d time.Duration) string {
+	t.Helper()
+	b, err := json.Marshal(libchain.Op{Verb: verb, Outcome: outcome, Duration: d, Start: time.Now()})
+	require.NoError(t, err)
+	return string(b) + "\n"
+}
+
+func appendTo(t *testing.T, path, s string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	require.NoError(t, err)
+	_, err = f.WriteString(s)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+}
+
+// TestJournalTail: every operation is counted once, across polls, a line
+// written in two halves, a rotation between polls, and junk of every kind
+// (skipped and counted, in bounded memory).
+func TestJournalTail(t *testing.T) {
+	dir := t.TempDir()
+	path := libchain.EventsPath(dir)
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o700))
+	m := New()
+	tail := NewJournalTail(dir, m)
+	ops := func(verb, outcome string) float64 { return testutil.ToFloat64(m.ops.WithLabelValues(verb, outcome)) }
+
+	require.NoError(t, tail.Poll(), "no journal yet")
+	appendTo(t, path+".1", opLine(t, "ADD", "ok", time.Millisecond))
+	appendTo(t, path, opLine(t, "ADD", "ok", 20*time.Millisecond)+opLine(t, "DEL", "error", time.Second))
+	require.NoError(t, tail.Poll())
+	assert.Equal(t, 2.0, ops("add", "ok"), "the rotated file is read first")
+	assert.Equal(t, 1.0, ops("del", "error"))
+
+	junk := "not json\n" + strings.Repeat("x", 200<<10) + "\n" + "\xff\xfe\n" + `{"verb":"` + strings.Repeat("Z", 100) + `","outcome":"ok"}` + "\n" + "{}\n"
+	half := opLine(t, "GC", "ok", time.Millisecond)
+	appendTo(t, path, junk+half[:10])
+	require.NoError(t, tail.Poll())
+	assert.Equal(t, 4.0, testutil.ToFloat64(m.skippedLines))
+	assert.Equal(t, 1.0, ops("other", "ok"), "a hostile verb is one bounded label")
+	assert.Equal(t, 0.0, ops("gc", "ok"), "half a line waits")
+	appendTo(t, path, half[10:])
+	require.NoError(t, tail.Poll())
+	assert.Equal(t, 1.0, ops("gc", "ok"))
+
+	// Rotation: lines appended to the old file after the last poll are
+	// read from .1, then the new file from its start.
+	appendTo(t, path, opLine(t, "DEL", "ok", time.Millisecond))
+	require.NoError(t, os.Rename(path, path+".1"))
+	appendTo(t, path, opLine(t, "DEL", "ok", time.Millisecond)+opLine(t, "RECLAIM", "ok", time.Millisecond))
+	require.NoError(t, tail.Poll())
+	require.NoError(t, tail.Poll())
+	assert.Equal(t, 2.0, ops("del", "ok"))
+	assert.Equal(t, 1.0, ops("reclaim", "ok"))
+	assert.Equal(t, 2.0, ops("add", "ok"), "nothing counted twice")
+	assert.Equal(t, 4.0, testutil.ToFloat64(m.skippedLines))
+	n, err := testutil.GatherAndCount(m.Registry, "catena_operation_duration_seconds")
+	require.NoError(t, err)
+	assert.Equal(t, 5, n, "one histogram per verb seen")
+}
+
+// TestObservePassAndLint: a pass's report sets the gauges and counters,
+// and the whole exposition passes client_golang's linter.
+func TestObservePassAndLint(t *testing.T) {
+	m := New()
+	m.ObservePass(&reconcile.Report{Start: time.Now(), Candidates: 3, Marked: 2, Reclaimed: 1, Kept: 4, RuntimeError: "refused",
+		Retried: 1, RetryFailed: 2, Abandoned: 1, Held: 2, OldestHeld: 90 * time.Second, Errors: []string{"x"},
+		Counts: []reconcile.RecordCount{{Network: "podnet", Phase: string(cache.PhaseComplete), Count: 7}, {Network: "podnet", Phase: "unreadable", Count: 1}}})
+	m.ObservePass(&reconcile.Report{Start: time.Now(), Counts: []reconcile.RecordCount{{Network: "podnet", Phase: string(cache.PhaseComplete), Count: 6}}})
+	m.ObserveAdoption(3, 1, 0)
+	m.ObserveOp(libchain.Op{Verb: "ADD", Outcome: "ok", Duration: time.Millisecond})
+	assert.Equal(t, 2.0, testutil.ToFloat64(m.passes))
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.passErrors))
+	assert.Equal(t, 3.0, testutil.ToFloat64(m.candidates))
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.reclaimed))
+	assert.Equal(t, 4.0, testutil.ToFloat64(m.kept.WithLabelValues("runtime")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.runtimeErrors))
+	assert.Equal(t, 2.0, testutil.ToFloat64(m.retries.WithLabelValues("error")))
+	assert.Equal(t, 6.0, testutil.ToFloat64(m.records.WithLabelValues("podnet", "complete")))
+	n, err := testutil.GatherAndCount(m.Registry, "catena_records")
+	require.NoError(t, err)
+	assert.Equal(t, 1, n, "the unreadable series of the earlier pass is gone")
+	assert.Equal(t, 0.0, testutil.ToFloat64(m.held), "the last pass's")
+	assert.Equal(t, 3.0, testutil.ToFloat64(m.adoptions.WithLabelValues("adopted")))
+
+	problems, err := testutil.GatherAndLint(m.Registry)
+	require.NoError(t, err)
+	assert.Empty(t, problems)
+}

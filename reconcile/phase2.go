@@ -1,0 +1,136 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/libchain"
+)
+
+// reclaimDue is phase two: the records whose mark is at least grace old are
+// reclaimed if a fresh ListPodSandbox still lacks them, their lock is
+// taken without waiting and they are still the marked version. Anything
+// else clears the mark.
+func (p *pass) reclaimDue(ctx context.Context) {
+	if len(p.due) == 0 {
+		return
+	}
+	fresh, err := listWithin(ctx, p.Runtime, p.runtimeTimeout())
+	if err != nil {
+		p.rep.RuntimeError = err.Error()
+		p.keepAll("runtime error: " + err.Error())
+		for _, rec := range p.due {
+			p.rep.Kept++
+			p.rep.decide(rec.Key, ActKept, p.keep)
+		}
+		return
+	}
+	for _, rec := range p.due {
+		key, m := rec.Key, p.marks[rec.Key]
+		if _, ok := fresh[key.ContainerID]; ok {
+			p.notCandidate(key, ActLeft, "listed by the fresh ListPodSandbox")
+			continue
+		}
+		if p.Opts.DryRun {
+			p.rep.decide(key, ActWouldReclaim, fmt.Sprintf("marked at %s, no sandbox since", m.MarkedAt.Format("2006-01-02T15:04:05Z07:00")))
+			continue
+		}
+		res, err := p.Engine.Reclaim(ctx, key, libchain.ReclaimOptions{
+			Verb: "RECLAIM", Path: p.Opts.CNIPath, DelegateTimeout: p.Opts.DelegateTimeout,
+			AbandonAfter: p.Opts.AbandonAfter,
+			Verify: func(cur *cache.Record) error {
+				if v := Version(cur); v != m.Version {
+					return fmt.Errorf("changed since its mark (version %s, marked %s)", v, m.Version)
+				}
+				return nil
+			},
+		})
+		p.rep.Abandoned += len(res.Abandoned)
+		p.clearMark(key)
+		switch {
+		case err == nil:
+			p.rep.Reclaimed++
+			p.rep.Decisions = append(p.rep.Decisions, Decision{Key: key, Action: ActReclaimed, Abandoned: res.Abandoned,
+				Reason: "no sandbox since its mark at " + m.MarkedAt.Format("2006-01-02T15:04:05Z07:00")})
+			p.log().Info("reconcile: reclaimed an attachment the runtime no longer knows", "attachment", key.String(), "markedAt", m.MarkedAt)
+		case errors.Is(err, libchain.ErrNotReclaimed):
+			p.rep.decide(key, ActLeft, err.Error())
+		default:
+			// The record now needs teardown: the retry takes it from here.
+			p.rep.Errors = append(p.rep.Errors, err.Error())
+			p.rep.decide(key, ActFailed, err.Error())
+			p.log().Warn("reconcile: reclaim failed; the record keeps what is held and is retried", "attachment", key.String(), "error", err)
+		}
+	}
+}
+
+// clearStaleMarks removes the marks whose record is gone or no longer a
+// candidate this pass: marks are only ever kept for waiting candidates.
+func (p *pass) clearStaleMarks() {
+	if len(p.marks) == 0 {
+		return
+	}
+	waiting := make(map[cache.Key]bool, len(p.marks))
+	for _, d := range p.rep.Decisions {
+		switch d.Action {
+		case ActMarked, ActWaiting, ActKept:
+			waiting[d.Key] = true
+		}
+	}
+	for key := range p.marks {
+		if !waiting[key] {
+			p.clearMark(key)
+		}
+	}
+}
+
+// retry retries the teardown of the records that need it, whatever the
+// runtime says, each when its backoff allows. A record left by an
+// operation whose process died (adding, tearing-down) is retried only once
+// it is older than the grace period; its lock being free says nobody runs
+// it.
+func (p *pass) retry(ctx context.Context, recs []*cache.Record) {
+	for _, rec := range recs {
+		key := rec.Key
+		if rec.Phase != cache.PhaseNeedsTeardown && p.now.Sub(rec.Updated) < p.grace() {
+			p.rep.decide(key, ActRecent, fmt.Sprintf("%s, changed within the grace period", rec.Phase))
+			continue
+		}
+		if !p.Backoff.Due(key, p.now) {
+			p.rep.decide(key, ActBackoff, "")
+			continue
+		}
+		if p.Opts.DryRun {
+			p.rep.decide(key, ActWouldRetry, string(rec.Phase))
+			continue
+		}
+		version := Version(rec)
+		res, err := p.Engine.Reclaim(ctx, key, libchain.ReclaimOptions{
+			Verb: "RETRY", Path: p.Opts.CNIPath, DelegateTimeout: p.Opts.DelegateTimeout,
+			AbandonAfter: p.Opts.AbandonAfter,
+			Verify: func(cur *cache.Record) error {
+				if cur.Phase == cache.PhaseComplete || Version(cur) != version {
+					return errors.New("changed since it was read")
+				}
+				return nil
+			},
+		})
+		p.rep.Abandoned += len(res.Abandoned)
+		switch {
+		case err == nil:
+			p.Backoff.Forget(key)
+			p.rep.Retried++
+			p.rep.Decisions = append(p.rep.Decisions, Decision{Key: key, Action: ActRetried, Abandoned: res.Abandoned, Reason: string(rec.Phase)})
+			p.log().Info("reconcile: retried a teardown", "attachment", key.String(), "abandoned", res.Abandoned)
+		case errors.Is(err, libchain.ErrNotReclaimed):
+			p.rep.decide(key, ActLeft, err.Error())
+		default:
+			p.Backoff.Failed(key, p.now)
+			p.rep.RetryFailed++
+			p.rep.decide(key, ActRetryFailed, err.Error())
+			p.log().Warn("reconcile: teardown retry failed; backing off", "attachment", key.String(), "error", err)
+		}
+	}
+}

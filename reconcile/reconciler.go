@@ -1,0 +1,320 @@
+// Package reconcile is Catena's node reconciler, shared by catena-agent run
+// and catenactl reconcile: it reclaims the attachments whose sandbox the
+// runtime forgot (a wiped runtime, a teardown it gave up on), and never one
+// still being created, and it retries the teardowns that need it.
+//
+// The protocol (the README's "Reconciler and metrics" has the reasons):
+//  1. Scope: only records whose CNI_ARGS carry K8S_POD_INFRA_CONTAINER_ID
+//     equal to their container ID.
+//  2. Order: the records are read first, then ListPodSandbox is called.
+//  3. Alive: a sandbox listed in any state.
+//  4. Never a candidate: a record whose lock is held, or which changed
+//     within the grace period.
+//  5. Two phases: a candidate is marked durably (time and record version);
+//     a later pass, at least grace after the mark, reclaims it only if a
+//     fresh ListPodSandbox still lacks it, its lock is taken without
+//     waiting and the record is still the marked version. Anything else
+//     clears the mark.
+//  6. Reclaim: a teardown as GC does it (libchain.Engine.Reclaim).
+//  7. Errors mean keep: if the runtime fails or is slow, or a record
+//     cannot be read, nothing is reclaimed in that pass.
+//  8. A record that needs teardown is retried whatever the runtime says,
+//     with per-record capped exponential backoff, and optionally its
+//     failing delegates are abandoned after AbandonAfter.
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/libchain"
+)
+
+// Reclaimer tears down one record (libchain.Engine).
+type Reclaimer interface {
+	Reclaim(ctx context.Context, key cache.Key, opts libchain.ReclaimOptions) (libchain.ReclaimResult, error)
+}
+
+var _ Reclaimer = (*libchain.Engine)(nil)
+
+// Defaults of Options.
+const (
+	DefaultGrace          = 2 * time.Minute
+	DefaultRuntimeTimeout = 10 * time.Second
+)
+
+// Options tune a Reconciler.
+type Options struct {
+	// Grace: a record changed within it is never a candidate, and a mark
+	// must be at least this old before its reclaim. 0: DefaultGrace.
+	Grace time.Duration
+	// RuntimeTimeout bounds each ListPodSandbox. 0: DefaultRuntimeTimeout.
+	RuntimeTimeout time.Duration
+	// AbandonAfter, when positive, abandons a delegate whose DEL has
+	// failed for that long (off by default).
+	AbandonAfter time.Duration
+	// DryRun writes no mark and tears nothing down.
+	DryRun bool
+	// CNIPath is where the delegates are found.
+	CNIPath string
+	// DelegateTimeout bounds each DEL. 0: libchain's default.
+	DelegateTimeout time.Duration
+}
+
+// Reconciler runs passes over one cache dir.
+type Reconciler struct {
+	Store   cache.Store
+	Marks   cache.MarkStore
+	Runtime SandboxLister
+	Engine  Reclaimer
+	Backoff Backoff
+	// Observer, if set, gets every pass's report.
+	Observer Observer
+	Log      *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now  func() time.Time
+	Opts Options
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func (r *Reconciler) log() *slog.Logger {
+	if r.Log != nil {
+		return r.Log
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func (r *Reconciler) grace() time.Duration {
+	if r.Opts.Grace > 0 {
+		return r.Opts.Grace
+	}
+	return DefaultGrace
+}
+
+func (r *Reconciler) runtimeTimeout() time.Duration {
+	if r.Opts.RuntimeTimeout > 0 {
+		return r.Opts.RuntimeTimeout
+	}
+	return DefaultRuntimeTimeout
+}
+
+// pass is the state of one pass.
+type pass struct {
+	*Reconciler
+	rep   *Report
+	now   time.Time
+	marks map[cache.Key]Mark
+	recs  []*cache.Record
+	// keep is why nothing may be reclaimed in this pass ("": reclaim).
+	keep string
+	due  []*cache.Record
+}
+
+// Mark is cache.Mark, named here for the package's readers.
+type Mark = cache.Mark
+
+// Pass runs one pass and returns its report; the error is set when the
+// pass could not do its job (records or marks not listed, runtime error),
+// and is already in the report.
+func (r *Reconciler) Pass(ctx context.Context) (*Report, error) {
+	p := &pass{Reconciler: r, now: r.now(), rep: &Report{Errors: []string{}, Decisions: []Decision{}, DryRun: r.Opts.DryRun}}
+	p.rep.Start = p.now
+	err := p.run(ctx)
+	p.rep.Duration = r.now().Sub(p.now)
+	if err != nil {
+		p.rep.Errors = append(p.rep.Errors, err.Error())
+	}
+	if p.keep != "" {
+		r.log().Warn("reconcile: nothing reclaimed in this pass", "cause", p.keep, "kept", p.rep.Kept)
+	}
+	if r.Observer != nil {
+		r.Observer.ObservePass(p.rep)
+	}
+	return p.rep, err
+}
+
+func (p *pass) run(ctx context.Context) error {
+	marks, err := p.Marks.Marks()
+	if err != nil {
+		return fmt.Errorf("reconcile: %w", err)
+	}
+	p.marks = marks
+	// Rule 2: the records first, then the runtime.
+	if err := p.readRecords(); err != nil {
+		return err
+	}
+	alive, lerr := listWithin(ctx, p.Runtime, p.runtimeTimeout())
+	if lerr != nil {
+		p.rep.RuntimeError = lerr.Error()
+		p.keepAll("runtime error: " + lerr.Error())
+	}
+	p.rep.Sandboxes = len(alive)
+	var retry []*cache.Record
+	for _, rec := range p.recs {
+		if rec.Phase != cache.PhaseComplete {
+			retry = append(retry, rec)
+			continue
+		}
+		p.decide(rec, alive)
+	}
+	p.reclaimDue(ctx)
+	p.clearStaleMarks()
+	p.retry(ctx, retry)
+	if lerr != nil {
+		return fmt.Errorf("reconcile: %w", lerr)
+	}
+	return nil
+}
+
+// keepAll notes that nothing may be reclaimed in this pass.
+func (p *pass) keepAll(cause string) {
+	if p.keep == "" {
+		p.keep = cause
+		p.rep.KeptCause = cause
+	}
+}
+
+// readRecords loads every record; one that cannot be read keeps the pass
+// from reclaiming anything.
+func (p *pass) readRecords() error {
+	keys, err := p.Store.List()
+	if err != nil {
+		return fmt.Errorf("reconcile: listing records: %w", err)
+	}
+	counts := map[[2]string]int{}
+	p.recs = make([]*cache.Record, 0, len(keys))
+	for _, key := range keys {
+		rec, err := p.Store.Load(key)
+		switch {
+		case errors.Is(err, cache.ErrNotFound):
+			continue // removed meanwhile
+		case err != nil:
+			counts[[2]string{key.Network, "unreadable"}]++
+			p.keepAll(fmt.Sprintf("unreadable record %s: %v", key, err))
+			p.rep.Kept++
+			p.rep.decide(key, ActKept, "unreadable record: "+err.Error())
+			p.rep.Errors = append(p.rep.Errors, fmt.Sprintf("%s: %v", key, err))
+			continue
+		}
+		counts[[2]string{key.Network, string(rec.Phase)}]++
+		p.recs = append(p.recs, rec)
+		if rec.Phase == cache.PhaseNeedsTeardown {
+			p.rep.Held++
+			p.rep.OldestHeld = max(p.rep.OldestHeld, p.now.Sub(heldSince(rec)))
+		}
+	}
+	p.rep.Records = len(keys)
+	for k, n := range counts {
+		p.rep.Counts = append(p.rep.Counts, RecordCount{Network: k[0], Phase: k[1], Count: n})
+	}
+	return nil
+}
+
+// heldSince is when the teardown of a record that needs it began to fail:
+// the oldest failing DEL, else its last change.
+func heldSince(rec *cache.Record) time.Time {
+	since := rec.Updated
+	for _, s := range rec.Steps {
+		if s.State == cache.StepDelFailed && !s.DelFailedSince.IsZero() && s.DelFailedSince.Before(since) {
+			since = s.DelFailedSince
+		}
+	}
+	return since
+}
+
+// decide applies rules 1 to 5 (phase one) to a complete record.
+func (p *pass) decide(rec *cache.Record, alive map[string]struct{}) {
+	key := rec.Key
+	if !InScope(rec) {
+		p.notCandidate(key, ActOutOfScope, "CNI_ARGS carry no "+infraKey+" equal to the container ID")
+		return
+	}
+	p.rep.InScope++
+	if _, ok := alive[key.ContainerID]; ok {
+		p.notCandidate(key, ActAlive, "")
+		return
+	}
+	if p.keep != "" {
+		p.rep.Kept++
+		p.rep.decide(key, ActKept, p.keep)
+		return
+	}
+	if age := p.now.Sub(rec.Updated); age < p.grace() {
+		p.notCandidate(key, ActRecent, fmt.Sprintf("changed %s ago, within the grace period %s", age.Round(time.Millisecond), p.grace()))
+		return
+	}
+	if held, why := p.lockHeld(key); held {
+		p.notCandidate(key, ActInFlight, why)
+		return
+	}
+	p.rep.Candidates++
+	version := Version(rec)
+	m, ok := p.marks[key]
+	switch {
+	case !ok || m.Version != version:
+		reason := "no sandbox listed"
+		if ok {
+			reason = "no sandbox listed; the record changed since its earlier mark"
+		}
+		if p.Opts.DryRun {
+			p.rep.decide(key, ActWouldMark, reason)
+			return
+		}
+		if err := p.Marks.PutMark(Mark{Key: key, MarkedAt: p.now.UTC(), Version: version}); err != nil {
+			p.rep.Errors = append(p.rep.Errors, err.Error())
+			p.rep.decide(key, ActKept, err.Error())
+			return
+		}
+		p.marks[key] = Mark{Key: key, MarkedAt: p.now.UTC(), Version: version}
+		p.rep.Marked++
+		p.rep.decide(key, ActMarked, reason)
+	case p.now.Sub(m.MarkedAt) < p.grace():
+		p.rep.decide(key, ActWaiting, fmt.Sprintf("marked %s ago, less than the grace period %s", p.now.Sub(m.MarkedAt).Round(time.Millisecond), p.grace()))
+	default:
+		p.due = append(p.due, rec)
+	}
+}
+
+// notCandidate records a decision and clears the record's mark, if any.
+func (p *pass) notCandidate(key cache.Key, a Action, reason string) {
+	p.rep.decide(key, a, reason)
+	p.clearMark(key)
+}
+
+func (p *pass) clearMark(key cache.Key) {
+	if _, ok := p.marks[key]; !ok {
+		return
+	}
+	if p.Opts.DryRun {
+		return
+	}
+	if err := p.Marks.ClearMark(key); err != nil {
+		p.rep.Errors = append(p.rep.Errors, err.Error())
+		return
+	}
+	delete(p.marks, key)
+}
+
+// lockHeld reports whether key's lock is held, by taking it without waiting
+// and releasing it at once.
+func (p *pass) lockHeld(key cache.Key) (bool, string) {
+	u, err := p.Store.TryLock(key, cache.Holder{PID: os.Getpid(), Verb: "RECONCILE", Since: p.now})
+	if err != nil {
+		return true, err.Error()
+	}
+	if err := u.Unlock(); err != nil {
+		p.rep.Errors = append(p.rep.Errors, fmt.Sprintf("%s: releasing lock: %v", key, err))
+	}
+	return false, ""
+}
