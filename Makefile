@@ -40,9 +40,17 @@ image: build
 plugins:
 	bash scripts/install-deps.sh
 
-test: plugins build
+# The Kubernetes node test (integration/k8s_*_test.go) runs on its own, -v,
+# its log in bin/k8s-test.log: its K8S-SUMMARY lines are printed, and the
+# log's tail when it fails.
+K8S_TEST := '^TestKubernetesNode$$'
+
+test: plugins build image
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout 20m ./...
+	$(GO) test -count=1 -timeout 20m -skip $(K8S_TEST) ./...
+	@rc=0; $(GO) test -count=1 -timeout 30m -v -run $(K8S_TEST) ./integration >$(BIN)/k8s-test.log 2>&1 || rc=$$?; \
+	grep -E '^(K8S-SUMMARY|--- |ok|FAIL)' $(BIN)/k8s-test.log || true; \
+	if [ $$rc -ne 0 ]; then tail -n 150 $(BIN)/k8s-test.log; fi; exit $$rc
 
 demo: plugins build
 	bash scripts/demo.sh

@@ -27,7 +27,9 @@ use_local_go
 # --- CNI reference plugins ---------------------------------------------------
 cni_dir="${repo}/bin/cni"
 plugins_stamp="${cni_dir}/.version"
-plugins_want="plugins=${PLUGINS_VERSION}"
+# Static, as upstream releases them: catena-agent's reconciler runs them in
+# its FROM scratch container, where a dynamically linked plugin fails to exec.
+plugins_want="plugins=${PLUGINS_VERSION} static"
 plugin_pkgs=(
 	github.com/containernetworking/plugins/plugins/main/bridge
 	github.com/containernetworking/plugins/plugins/ipam/host-local
@@ -56,7 +58,7 @@ else
 		installs+=("${pkg}@${PLUGINS_VERSION}")
 	done
 	# Run outside the repo so its go.mod plays no part in the install.
-	(cd / && GOBIN="$cni_dir" go install -trimpath -ldflags='-s -w' "${installs[@]}")
+	(cd / && CGO_ENABLED=0 GOBIN="$cni_dir" go install -trimpath -ldflags='-s -w' "${installs[@]}")
 	printf '%s\n' "$plugins_want" >"${plugins_stamp}.tmp"
 	mv -f "${plugins_stamp}.tmp" "$plugins_stamp"
 fi

@@ -1,0 +1,278 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// k8sNode is the cluster's one node: containerd 2.4 with private dirs, a
+// private CNI bin dir (the reference plugins and failer), the conf dir
+// containerd watches, and a kubelet registered as a node with its server
+// off.
+type k8sNode struct {
+	name       string
+	dir        string
+	cgroupRoot string
+	w          *world // the primary's bridge, subnet and host-local dir
+	net        string // the primary's network name
+	ctd        *containerd
+	cniBin     string
+	cniState   string // remaps /var/lib/cni; results/ is the host's libcni cache, bind-mounted
+	kubelet    *daemon
+	kubeletCmd []string
+}
+
+// cacheDir is Catena's cacheDir on this node (the manifest's
+// /var/lib/cni/catena, remapped).
+func (n *k8sNode) cacheDir() string { return filepath.Join(n.cniState, "catena") }
+
+// makeCNIDirs makes the node's CNI bin dir and remapped /var/lib/cni. The
+// host's libcni cache is bind-mounted into the latter, where the agent
+// looks for the attachments to adopt: containerd's go-cni writes there
+// whatever its config says.
+func (n *k8sNode) makeCNIDirs(t *testing.T) {
+	t.Helper()
+	n.cniBin = filepath.Join(n.dir, "cni-bin")
+	n.cniState = filepath.Join(n.dir, "cni-state")
+	require.NoError(t, os.MkdirAll(n.cniBin, 0o755))
+	// copies, not symlinks: the agent's reconciler runs them in its
+	// container, where only this dir is mounted
+	for _, p := range []string{"bridge", "host-local", "portmap", "tuning", "loopback", "failer"} {
+		copyExecutable(t, filepath.Join(cniPath, p), filepath.Join(n.cniBin, p))
+	}
+	// host-local's dataDir where a node has it, in /var/lib/cni: the
+	// agent's reclaims release IPs there
+	n.w.ipamDir = filepath.Join(n.cniState, "networks")
+	results := filepath.Join(n.cniState, "results")
+	require.NoError(t, os.MkdirAll(results, 0o700))
+	require.NoError(t, os.MkdirAll(libcniResults, 0o700))
+	require.NoError(t, syscall.Mount(libcniResults, results, "", syscall.MS_BIND, ""))
+}
+
+// copyExecutable copies an executable file (a test fixture, not state).
+func copyExecutable(t *testing.T, src, dst string) {
+	t.Helper()
+	raw, err := os.ReadFile(src)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(dst, raw, 0o755))
+}
+
+// primary is the node's primary conflist [bridge + host-local, portmap,
+// tuning], with extra plugins after bridge.
+func (n *k8sNode) primary(extra ...string) string {
+	plugins := append([]string{n.w.bridgeDelegate()}, extra...)
+	plugins = append(plugins, portmapDelegate, `{"type":"tuning"}`)
+	return fmt.Sprintf(`{"cniVersion":%q,"name":%q,"plugins":[%s]}`, n.ctd.version.cniVersion(), n.net, strings.Join(plugins, ","))
+}
+
+// writePrimary atomically (re)writes the primary's file.
+func (n *k8sNode) writePrimary(t *testing.T, conf string) {
+	t.Helper()
+	writeAtomic(t, filepath.Join(n.ctd.confDir, primaryName), []byte(conf))
+}
+
+// kubeletConfig is the KubeletConfiguration: everything private, cgroupfs
+// under cgroupRoot, no server, quick sync.
+func (n *k8sNode) kubeletConfig() map[string]any {
+	return map[string]any{
+		"apiVersion":                  "kubelet.config.k8s.io/v1beta1",
+		"kind":                        "KubeletConfiguration",
+		"staticPodPath":               filepath.Join(n.dir, "manifests"),
+		"fileCheckFrequency":          "2s",
+		"syncFrequency":               "5s",
+		"containerRuntimeEndpoint":    "unix://" + n.ctd.sock,
+		"cgroupDriver":                "cgroupfs",
+		"cgroupRoot":                  "/" + n.cgroupRoot,
+		"failCgroupV1":                false,
+		"failSwapOn":                  false,
+		"enableServer":                false,
+		"readOnlyPort":                0,
+		"healthzPort":                 0,
+		"authentication":              map[string]any{"anonymous": map[string]any{"enabled": true}, "webhook": map[string]any{"enabled": false}},
+		"authorization":               map[string]any{"mode": "AlwaysAllow"},
+		"podLogsDir":                  filepath.Join(n.dir, "podlogs"),
+		"volumePluginDir":             filepath.Join(n.dir, "volume-plugins"),
+		"evictionHard":                map[string]string{"memory.available": "100Mi"},
+		"imageGCHighThresholdPercent": 100,
+		"imageGCLowThresholdPercent":  99,
+		"nodeStatusUpdateFrequency":   "2s",
+	}
+}
+
+// startKubelet writes kubelet's config and starts it, registered as the
+// node with the kubeconfig given.
+func (n *k8sNode) startKubelet(t *testing.T, bins, kubeconfig string) {
+	t.Helper()
+	for _, d := range []string{"manifests", "podlogs", "volume-plugins", "kubelet"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(n.dir, d), 0o755))
+	}
+	raw, err := json.MarshalIndent(n.kubeletConfig(), "", "  ")
+	require.NoError(t, err)
+	cfg := filepath.Join(n.dir, "kubelet.json")
+	writeAtomic(t, cfg, raw)
+	n.kubeletCmd = []string{filepath.Join(bins, "kubelet"),
+		"--config=" + cfg, "--kubeconfig=" + kubeconfig,
+		"--root-dir=" + filepath.Join(n.dir, "kubelet"), "--cert-dir=" + filepath.Join(n.dir, "kubelet-pki"),
+		"--hostname-override=" + n.name, "--node-ip=" + advertiseIP(t).String(), "--v=2"}
+	n.kubelet = startDaemon(t, filepath.Join(n.dir, "logs"), "kubelet", n.kubeletCmd[0], n.kubeletCmd[1:]...)
+}
+
+// restartKubelet stops kubelet by PID and starts it again, same flags.
+func (n *k8sNode) restartKubelet(t *testing.T) {
+	t.Helper()
+	n.kubelet.stop(30 * time.Second)
+	n.kubelet = startDaemon(t, filepath.Join(n.dir, "logs"), "kubelet", n.kubeletCmd[0], n.kubeletCmd[1:]...)
+}
+
+// importImage imports an OCI archive into containerd's k8s.io namespace,
+// where kubelet finds it (pods use imagePullPolicy Never or IfNotPresent).
+func (n *k8sNode) importImage(t *testing.T, archive string) {
+	t.Helper()
+	_, err := os.Stat(archive)
+	require.NoError(t, err, "the image archive (run `make image`)")
+	out, err := exec.Command(n.ctd.version.ctr, "--address", n.ctd.sock, "-n", "k8s.io", "images", "import",
+		"--snapshotter", "overlayfs", archive).CombinedOutput()
+	require.NoError(t, err, "importing %s: %s", archive, out)
+}
+
+// netnsDir is where containerd mounts the pods' netns
+// (netns_mounts_under_state_dir).
+func (n *k8sNode) netnsDir() string {
+	return filepath.Join(n.ctd.dir, "state", "io.containerd.grpc.v1.cri", "netns")
+}
+
+// shareNetnsDir makes the netns dir a shared mount (a bind mount of itself):
+// the agent mounts it with HostToContainer propagation, which the runtime
+// refuses on a private mount, as / is here; on a node, / is shared.
+func (n *k8sNode) shareNetnsDir(t *testing.T) {
+	t.Helper()
+	dir := n.netnsDir()
+	require.NoError(t, os.MkdirAll(dir, 0o711))
+	require.NoError(t, syscall.Mount(dir, dir, "", syscall.MS_BIND, ""))
+	require.NoError(t, syscall.Mount("", dir, "", syscall.MS_SHARED, ""))
+}
+
+// podLogs is the tail of every container log of the pods of namespace ns
+// (kubelet's server is off: kubectl logs cannot reach them).
+func (n *k8sNode) podLogs(ns string) string {
+	logs, _ := filepath.Glob(filepath.Join(n.dir, "podlogs", ns+"_*", "*", "*.log"))
+	var b strings.Builder
+	for _, l := range logs {
+		raw, err := os.ReadFile(l)
+		if err != nil {
+			continue
+		}
+		const max = 3000
+		if len(raw) > max {
+			raw = raw[len(raw)-max:]
+		}
+		fmt.Fprintf(&b, "%s (tail):\n%s\n", l, raw)
+	}
+	return b.String()
+}
+
+// removeDir unmounts everything under the node's dir (kubelet's root dir
+// is bind-mounted onto itself, and the libcni cache into cni-state) and
+// removes it, but only once nothing is mounted there any more: the host's
+// libcni cache must never be removed through its bind mount.
+func (n *k8sNode) removeDir(t *testing.T) {
+	unmountUnder(t, n.dir)
+	raw, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Errorf("teardown: reading mountinfo: %v", err)
+		return
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], n.dir+"/") {
+			t.Errorf("teardown: %s is still mounted; %s is left in place", f[4], n.dir)
+			return
+		}
+	}
+	if err := os.RemoveAll(n.dir); err != nil {
+		t.Errorf("teardown: removing %s: %v", n.dir, err)
+	}
+}
+
+// killPods kills, by PID, every process in the node's cgroupRoot (every
+// container of every pod), as a reboot would, and waits until none is left.
+func (n *k8sNode) killPods(t *testing.T) {
+	t.Helper()
+	root := filepath.Join("/sys/fs/cgroup/pids", n.cgroupRoot)
+	waitFor(t, "every process of the node's pods is gone", 30*time.Second, 100*time.Millisecond, func() error {
+		var pids []string
+		err := filepath.WalkDir(root, func(path string, e os.DirEntry, err error) error {
+			if err != nil || e.IsDir() || e.Name() != "cgroup.procs" {
+				return err
+			}
+			raw, err := os.ReadFile(path)
+			pids = append(pids, strings.Fields(string(raw))...)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		for _, p := range pids {
+			if pid, err := strconv.Atoi(p); err == nil {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		if len(pids) > 0 {
+			return fmt.Errorf("%d processes left", len(pids))
+		}
+		return nil
+	})
+}
+
+// restartContainerd stops containerd by PID and kills its shims, and with
+// them every container; with wipe, it also unmounts and deletes
+// containerd's root and state, as if the runtime had lost everything, and
+// imports the images again. Then it starts containerd with the same config.
+func (n *k8sNode) restartContainerd(t *testing.T, wipe bool, images ...string) {
+	t.Helper()
+	d := n.ctd
+	if wipe {
+		n.killPods(t)
+	}
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.exited:
+	case <-time.After(20 * time.Second):
+		_ = d.cmd.Process.Kill()
+		<-d.exited
+	}
+	d.killShims()
+	if wipe {
+		for _, sub := range []string{"root", "state"} {
+			dir := filepath.Join(d.dir, sub)
+			unmountUnder(t, dir)
+			require.NoError(t, os.RemoveAll(dir))
+		}
+	}
+	logf, err := os.OpenFile(d.logPath, os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(t, err)
+	defer logf.Close()
+	env := d.cmd.Env
+	d.cmd = exec.Command(d.cmd.Path, d.cmd.Args[1:]...)
+	d.cmd.Stdout, d.cmd.Stderr, d.cmd.Env = logf, logf, env
+	d.exited = make(chan struct{})
+	require.NoError(t, d.cmd.Start())
+	cmd, exited := d.cmd, d.exited
+	go func() { _ = cmd.Wait(); close(exited) }()
+	d.waitReady()
+	if wipe {
+		n.shareNetnsDir(t)
+		for _, img := range append([]string{filepath.Join(d.dir, "pause.tar")}, images...) {
+			n.importImage(t, img)
+		}
+	}
+}
