@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 )
 
 // TeardownIndex is an optional Store capability: a cheap index of the
@@ -29,11 +28,11 @@ type TeardownIndex interface {
 var _ TeardownIndex = (*DiskStore)(nil)
 
 // pendingDir holds one empty file per attachment needing teardown:
-// pending/<network>/<containerID>:<ifname>.
+// pending/<network>/<containerID>:<ifname> (names.go for long keys).
 const pendingDir = "pending"
 
 func (s *DiskStore) pendingPath(key Key) string {
-	return filepath.Join(s.dir, pendingDir, key.Network, key.ContainerID+":"+key.IfName)
+	return filepath.Join(s.dir, pendingDir, networkDirName(key.Network), keyName(key))
 }
 
 // MarkTeardown implements TeardownIndex.
@@ -69,7 +68,7 @@ func (s *DiskStore) ClearTeardown(key Key) error {
 // PendingTeardown implements TeardownIndex. On the common path, with
 // nothing pending, it costs one failed open.
 func (s *DiskStore) PendingTeardown(network string, max int) ([]Key, error) {
-	dir := filepath.Join(s.dir, pendingDir, network)
+	dir := filepath.Join(s.dir, pendingDir, networkDirName(network))
 	if (Key{Network: network, ContainerID: "x", IfName: "x"}).Validate() != nil {
 		return nil, fmt.Errorf("pending teardown: invalid network name %q", network)
 	}
@@ -86,9 +85,8 @@ func (s *DiskStore) PendingTeardown(network string, max int) ([]Key, error) {
 	}
 	var found []noted
 	for _, name := range names {
-		cid, ifname, ok := strings.Cut(name, ":")
-		key := Key{Network: network, ContainerID: cid, IfName: ifname}
-		if !ok || key.Validate() != nil {
+		key, ok := s.keyOfName(networkDirName(network), name)
+		if !ok || key.Network != network {
 			continue
 		}
 		fi, err := lstat(s.fs, filepath.Join(dir, name))
