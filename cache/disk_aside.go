@@ -90,6 +90,16 @@ func freeName(fsys afero.Fs, dir, name, ext string) (string, error) {
 // another user owns or could write fails the listing (*UntrustedError).
 func (s *DiskStore) List() ([]Key, error) {
 	root := filepath.Join(s.dir, recordsDir)
+	fi, err := lstat(s.fs, root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err == nil {
+		err = checkTrustedDir(root, fi)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list records: %w", err)
+	}
 	nets, err := afero.ReadDir(s.fs, root)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil

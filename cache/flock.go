@@ -18,9 +18,10 @@ import (
 //
 //	<Dir>/<network>/<containerID>:<ifname>.lock
 //
-// (names.go for long keys). Dir and Dir/<network> are reached by the
-// openat walk (walk.go) and must be owned by Catena's user and not
-// writable by others, as must the lock file; no symlink is followed. The
+// (names.go for long keys). Dir's parent (the cache dir), Dir and
+// Dir/<network> are reached by the openat walk (walk.go) and must be owned
+// by Catena's user and not writable by others, as must the lock file; no
+// symlink is followed. The
 // file holds the holder and the full key, for waiters' messages.
 //
 // The kernel drops a flock when its file is closed, so a holder that dies
@@ -121,7 +122,7 @@ type lockFile struct {
 // fsync: a lock file is not state. The caller closes it.
 func (l *FlockLocker) lockFileOf(key Key) (*lockFile, error) {
 	dir := networkDirName(key.Network)
-	fd, err := walkDir(l.Dir, dir, true)
+	fd, err := walkDir(filepath.Dir(l.Dir), filepath.Base(l.Dir)+"/"+dir, true)
 	if err != nil {
 		return nil, err
 	}
@@ -243,8 +244,7 @@ func writeHolder(fd int, who Holder, key Key) {
 // readHolder reads the holder of key's lock; nil if it cannot. It creates
 // nothing.
 func (l *FlockLocker) readHolder(key Key) *Holder {
-	dir := networkDirName(key.Network)
-	dirfd, err := walkDir(l.Dir, dir, false)
+	dirfd, err := walkDir(filepath.Dir(l.Dir), filepath.Base(l.Dir)+"/"+networkDirName(key.Network), false)
 	if err != nil {
 		return nil
 	}

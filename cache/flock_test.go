@@ -19,7 +19,9 @@ import (
 func TestFlockLockFileLifecycle(t *testing.T) {
 	old := syscall.Umask(0)
 	t.Cleanup(func() { syscall.Umask(old) })
-	dir := filepath.Join(t.TempDir(), "locks")
+	base := t.TempDir() // made 0777 under this umask: the cache dir must be private
+	require.NoError(t, os.Chmod(base, 0o700))
+	dir := filepath.Join(base, "locks")
 	l := NewFlockLocker(dir)
 	key := testKey("abc")
 	path := filepath.Join(dir, "podnet", "abc:eth0.lock")

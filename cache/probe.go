@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -23,10 +24,13 @@ var _ Prober = (*DiskStore)(nil)
 // that only Catena's user can write, in which a file can be created,
 // written and removed, and that nothing in it is untrusted (Audit).
 func (s *DiskStore) Probe() error {
-	if err := mkdirAllDurable(s.fs, s.dir, dirPerm); err != nil {
-		return fmt.Errorf("cache dir %s: %w", s.dir, err)
-	}
 	fi, err := lstat(s.fs, s.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := mkdirAllDurable(s.fs, s.dir, dirPerm); err != nil {
+			return fmt.Errorf("cache dir %s: %w", s.dir, err)
+		}
+		fi, err = lstat(s.fs, s.dir)
+	}
 	if err != nil {
 		return fmt.Errorf("cache dir %s: %w", s.dir, err)
 	}
@@ -73,6 +77,9 @@ func (s *DiskStore) Audit() error {
 	}
 	for _, fi := range top {
 		path := filepath.Join(s.dir, fi.Name())
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return checkTrustedDir(path, fi)
+		}
 		if !fi.IsDir() {
 			if err := checkOwned(path, fi); err != nil {
 				return err
