@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
+	"sync"
 	"syscall"
 )
 
@@ -75,6 +76,10 @@ func ownerSpec() string {
 	return strconv.Itoa(os.Geteuid()) + ":" + strconv.Itoa(os.Getegid())
 }
 
+// euid is Catena's effective uid, read once: a syscall per check would be
+// a syscall per step of every walk.
+var euid = sync.OnceValue(os.Geteuid)
+
 // ownerOf returns the owner of fi, if the filesystem reports one.
 func ownerOf(fi os.FileInfo) (uint32, bool) {
 	st, ok := fi.Sys().(*syscall.Stat_t)
@@ -88,11 +93,11 @@ func ownerOf(fi os.FileInfo) (uint32, bool) {
 // without an owner (in-memory filesystems) pass.
 func checkOwned(path string, fi os.FileInfo) error {
 	uid, ok := ownerOf(fi)
-	if !ok || int(uid) == os.Geteuid() {
+	if !ok || int(uid) == euid() {
 		return nil
 	}
 	return &UntrustedError{Path: path, UID: int64(uid), Mode: fi.Mode(), Dir: fi.IsDir(),
-		Why: fmt.Sprintf("is owned by uid %d, not catena's uid %d", uid, os.Geteuid())}
+		Why: fmt.Sprintf("is owned by uid %d, not catena's uid %d", uid, euid())}
 }
 
 // checkTrustedDir refuses a directory of the cache dir that another user
