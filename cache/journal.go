@@ -48,8 +48,8 @@ func saveEntry(fsys afero.Fs, path string, data []byte) error {
 // It reports false, with no error and nothing written, when the caller must
 // replace the file instead.
 func appendEntry(fsys afero.Fs, path string, data []byte) (bool, error) {
-	flags := os.O_WRONLY | os.O_APPEND
-	if _, ok := fsys.(*afero.OsFs); ok {
+	flags := os.O_RDWR | os.O_APPEND // read: the last byte, through the same handle
+	if isRealDisk(fsys) {
 		flags |= syscall.O_NOFOLLOW
 	}
 	f, err := fsys.OpenFile(path, flags, filePerm)
@@ -59,7 +59,7 @@ func appendEntry(fsys afero.Fs, path string, data []byte) (bool, error) {
 		}
 		return false, fmt.Errorf("open %s: %w", path, err)
 	}
-	ok, err := appendable(fsys, f, path)
+	ok, err := appendable(f, path, len(data))
 	if err != nil || !ok {
 		_ = f.Close()
 		return false, err
@@ -84,23 +84,21 @@ func appendEntry(fsys afero.Fs, path string, data []byte) (bool, error) {
 }
 
 // appendable reports whether the open journal is a private regular file
-// below compactAt whose last byte is a newline.
-func appendable(fsys afero.Fs, f afero.File, path string) (bool, error) {
+// of ours below compactAt whose last byte is a newline, and that stays
+// within what Load reads once n more bytes are appended.
+func appendable(f afero.File, path string, n int) (bool, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return false, fmt.Errorf("stat %s: %w", path, err)
 	}
-	if checkRecordInfo(fi) != nil || fi.Size() == 0 || fi.Size() >= compactAt {
+	if err := checkOwned(path, fi); err != nil {
+		return false, err
+	}
+	if checkRecordInfo(fi) != nil || fi.Size() == 0 || fi.Size() >= compactAt || fi.Size()+int64(n) > maxRecordSize {
 		return false, nil
 	}
-	// Read the last byte through a second handle: f is write-only.
-	r, err := openReadNoFollow(fsys, path)
-	if err != nil {
-		return false, fmt.Errorf("open %s: %w", path, err)
-	}
-	defer r.Close()
 	last := make([]byte, 1)
-	if _, err := r.ReadAt(last, fi.Size()-1); err != nil {
+	if _, err := f.ReadAt(last, fi.Size()-1); err != nil {
 		return false, fmt.Errorf("read %s: %w", path, err)
 	}
 	return last[0] == '\n', nil
