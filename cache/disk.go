@@ -36,8 +36,9 @@ const (
 // serialises the attachments.
 type DiskStore struct {
 	Locker
-	fs  afero.Fs
-	dir string
+	fs   afero.Fs
+	dir  string
+	memo writeMemo // what Save last wrote, per key (journal_memo.go)
 }
 
 var _ Store = (*DiskStore)(nil)
@@ -171,8 +172,9 @@ func (s *DiskStore) readRecord(key, path string) ([]byte, error) {
 
 // Save sets rec.Updated (and rec.Schema) and durably writes the record: the
 // first write creates it by a durable replace, later ones append to its
-// journal (see journal.go). The common path costs one lstat, one append and
-// one fdatasync.
+// journal (see journal.go), as a delta of the steps that changed when the
+// file is still as this store last wrote it (delta.go). The common path
+// costs one lstat, one append and one fdatasync.
 func (s *DiskStore) Save(rec *Record) error {
 	if rec == nil {
 		return errors.New("save record: nil record")
@@ -181,6 +183,10 @@ func (s *DiskStore) Save(rec *Record) error {
 	if err := key.Validate(); err != nil {
 		return fmt.Errorf("save record: %w", err)
 	}
+	// A delta only against the file exactly as this store last wrote it
+	// (saveEntry checks the mark on the handle it appends through); a
+	// Save that fails leaves nothing remembered.
+	prev, ok := s.memo.take(key)
 	exists, err := s.checkNetworkDir(key)
 	if err != nil {
 		return fmt.Errorf("save: %w", err)
@@ -198,9 +204,21 @@ func (s *DiskStore) Save(rec *Record) error {
 	if len(data) > maxRecordSize {
 		return fmt.Errorf("save record %s: %w: %d bytes, Load accepts at most %d", key, ErrTooLarge, len(data), maxRecordSize)
 	}
-	if err := saveEntry(s.fs, s.recordPath(key), data); err != nil {
+	raw, sums, err := stepSums(rec)
+	if err != nil {
+		return fmt.Errorf("save: %w", err)
+	}
+	var delta []byte
+	if ok && len(prev.sums) == len(sums) {
+		if delta, err = encodeDelta(rec, raw, sums, prev.sums); err != nil {
+			return fmt.Errorf("save: %w", err)
+		}
+	}
+	mark, err := saveEntry(s.fs, s.recordPath(key), data, delta, prev.mark)
+	if err != nil {
 		return fmt.Errorf("save record %s: %w", key, err)
 	}
+	s.memo.put(key, lastWrite{sums: sums, mark: mark})
 	return nil
 }
 
@@ -215,6 +233,7 @@ func (s *DiskStore) Remove(key Key) error {
 	if err != nil {
 		return fmt.Errorf("remove: %w", err)
 	}
+	s.memo.forget(key)
 	if !exists {
 		return nil
 	}

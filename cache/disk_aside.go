@@ -24,6 +24,7 @@ func (s *DiskStore) Quarantine(key Key) (string, error) {
 	if err := key.Validate(); err != nil {
 		return "", fmt.Errorf("quarantine record: %w", err)
 	}
+	s.memo.forget(key)
 	src := s.recordPath(key)
 	name, ext := quarantineName(key), recordExt
 	if _, err := s.checkNetworkDir(key); errors.Is(err, ErrCorrupt) {
