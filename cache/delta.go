@@ -84,18 +84,14 @@ func parseDelta(data []byte) (*deltaRecord, error) {
 	if env.Schema == nil || *env.Schema != deltaSchema {
 		return nil, corruptf("delta envelope has no schema %d", deltaSchema)
 	}
-	if env.SHA256 == nil || len(*env.SHA256) != hex.EncodedLen(sha256.Size) {
-		return nil, corruptf("delta envelope has no valid checksum")
+	if env.SHA256 == nil {
+		return nil, corruptf("delta envelope has no checksum")
 	}
 	if len(env.Delta) == 0 || bytes.Equal(env.Delta, []byte("null")) {
 		return nil, corruptf("delta envelope has no delta")
 	}
-	got := sha256.Sum256(env.Delta)
-	if hex.EncodeToString(got[:]) != *env.SHA256 {
-		return nil, corruptf("delta checksum mismatch")
-	}
-	if !bytes.Equal(bytes.TrimSuffix(data, []byte("\n")), envelopeBytes(nil, deltaSchema, "delta", *env.SHA256, env.Delta)) {
-		return nil, corruptf("delta envelope is not in canonical form")
+	if err := verifyEnvelope(data, deltaSchema, "delta", *env.SHA256, env.Delta); err != nil {
+		return nil, err
 	}
 	d := new(deltaRecord)
 	if err := json.Unmarshal(env.Delta, d); err != nil {
