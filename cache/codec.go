@@ -41,17 +41,20 @@ func Encode(rec *Record) ([]byte, error) {
 		return nil, fmt.Errorf("encode record %s: %w", rec.Key, err)
 	}
 	sum := sha256.Sum256(body)
-	out := envelopeBytes(make([]byte, 0, len(body)+128), SchemaVersion, hex.EncodeToString(sum[:]), body)
+	out := envelopeBytes(make([]byte, 0, len(body)+128), SchemaVersion, "record", hex.EncodeToString(sum[:]), body)
 	return append(out, '\n'), nil
 }
 
-// envelopeBytes appends the canonical envelope, without its final newline.
-func envelopeBytes(out []byte, schema int, sum string, body []byte) []byte {
+// envelopeBytes appends the canonical envelope, without its final newline;
+// field is "record" (a snapshot) or "delta" (delta.go).
+func envelopeBytes(out []byte, schema int, field, sum string, body []byte) []byte {
 	out = append(out, `{"schema":`...)
 	out = strconv.AppendInt(out, int64(schema), 10)
 	out = append(out, `,"sha256":"`...)
 	out = append(out, sum...)
-	out = append(out, `","record":`...)
+	out = append(out, `","`...)
+	out = append(out, field...)
+	out = append(out, `":`...)
 	out = append(out, body...)
 	return append(out, '}')
 }
@@ -71,12 +74,15 @@ func Decode(data []byte) (*Record, error) {
 		return nil, corruptf("envelope has no schema")
 	}
 	schema := *env.Schema
-	if schema > SchemaVersion {
+	if schema > maxSchema {
 		return nil, fmt.Errorf("record schema %d, this catena reads up to %d: %w: %w",
-			schema, SchemaVersion, ErrCorrupt, ErrFutureSchema)
+			schema, maxSchema, ErrCorrupt, ErrFutureSchema)
 	}
 	if schema < 1 {
 		return nil, corruptf("invalid schema %d", schema)
+	}
+	if schema > SchemaVersion {
+		return nil, corruptf("schema %d is a journal delta, not a snapshot", schema)
 	}
 	if env.SHA256 == nil {
 		return nil, corruptf("envelope has no checksum")
@@ -84,18 +90,8 @@ func Decode(data []byte) (*Record, error) {
 	if len(env.Record) == 0 || bytes.Equal(env.Record, []byte("null")) {
 		return nil, corruptf("envelope has no record")
 	}
-	if len(*env.SHA256) != hex.EncodedLen(sha256.Size) {
-		return nil, corruptf("malformed checksum %q", *env.SHA256)
-	}
-	got := sha256.Sum256(env.Record)
-	if hex.EncodeToString(got[:]) != *env.SHA256 {
-		return nil, corruptf("checksum mismatch")
-	}
-	// The envelope itself is not checksummed: require it byte for byte as
-	// Encode writes it (json.Unmarshal would take "SCHEMA" for "schema"),
-	// so that no flipped bit anywhere in the file goes unnoticed.
-	if !bytes.Equal(bytes.TrimSuffix(data, []byte("\n")), envelopeBytes(nil, schema, *env.SHA256, env.Record)) {
-		return nil, corruptf("envelope is not in canonical form")
+	if err := verifyEnvelope(data, schema, "record", *env.SHA256, env.Record); err != nil {
+		return nil, err
 	}
 	rec := new(Record)
 	if err := json.Unmarshal(env.Record, rec); err != nil {
@@ -108,6 +104,24 @@ func Decode(data []byte) (*Record, error) {
 		return nil, corruptf("record %s: %v", rec.Key, err)
 	}
 	return rec, nil
+}
+
+// verifyEnvelope checks the checksum sum of body, and that data is the
+// canonical envelope of it. The envelope itself is not checksummed: it must
+// be byte for byte as Encode writes it (json.Unmarshal would take "SCHEMA"
+// for "schema"), so that no flipped bit anywhere in the file goes unnoticed.
+func verifyEnvelope(data []byte, schema int, field, sum string, body []byte) error {
+	if len(sum) != hex.EncodedLen(sha256.Size) {
+		return corruptf("malformed checksum %q", sum)
+	}
+	got := sha256.Sum256(body)
+	if hex.EncodeToString(got[:]) != sum {
+		return corruptf("%s checksum mismatch", field)
+	}
+	if !bytes.Equal(bytes.TrimSuffix(data, []byte("\n")), envelopeBytes(nil, schema, field, sum, body)) {
+		return corruptf("%s envelope is not in canonical form", field)
+	}
+	return nil
 }
 
 func corruptf(format string, args ...any) error {

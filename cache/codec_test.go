@@ -127,7 +127,8 @@ func TestDecodeRejects(t *testing.T) {
 		{"record escaping ifname", envelopeOf("1", strings.Replace(good, `"ifName":"eth0"`, `"ifName":"a/b"`, 1)), false},
 		{"record escaping network", envelopeOf("1", strings.Replace(good, `"network":"n"`, `"network":".."`, 1)), false},
 		{"record bad time", envelopeOf("1", strings.Replace(good, `"steps":[]`, `"steps":[],"created":"yesterday"`, 1)), false},
-		{"future schema", envelopeOf("2", strings.Replace(good, `"schema":1`, `"schema":2`, 1)), true},
+		{"future schema", envelopeOf("3", strings.Replace(good, `"schema":1`, `"schema":3`, 1)), true},
+		{"delta is not a snapshot", envelopeOf("2", strings.Replace(good, `"schema":1`, `"schema":2`, 1)), false},
 		{"future schema any body", []byte(`{"schema":99,"sha256":"new-algo:xyz","record":"opaque"}`), true},
 	}
 	for _, tt := range tests {

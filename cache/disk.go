@@ -17,8 +17,11 @@ import (
 //	quarantine/<network>_<containerID>:<ifname>.<unixnano>.json
 //
 // ':' is illegal in both container IDs and ifnames, so a record's name is
-// unambiguous. Directories are 0700 and files 0600. Locks are not kept here:
-// they belong to the Locker (e.g. a FlockLocker on <dir>/locks).
+// unambiguous. A key or network too long for a file name is hashed
+// (names.go). Directories are 0700 and files 0600, all owned by Catena's
+// user and reached without following a symlink (trust.go, walkfs.go).
+// Locks are not kept here: they belong to the Locker (e.g. a FlockLocker on
+// <dir>/locks).
 const (
 	recordsDir    = "records"
 	quarantineDir = "quarantine"
@@ -33,20 +36,23 @@ const (
 // serialises the attachments.
 type DiskStore struct {
 	Locker
-	fs  afero.Fs
-	dir string
+	fs   afero.Fs
+	dir  string
+	memo writeMemo // what Save last wrote, per key (journal_memo.go)
 }
 
 var _ Store = (*DiskStore)(nil)
 
 // NewDiskStore returns a store rooted at dir on fsys, locking attachments
 // with locker. Nothing is created until the first Save. locker must not be
-// nil.
+// nil. On the real disk (an *afero.OsFs) every path under dir is walked
+// with openat and checked (TrustedFs).
 func NewDiskStore(fsys afero.Fs, dir string, locker Locker) *DiskStore {
 	if locker == nil {
 		panic("cache: NewDiskStore with a nil locker")
 	}
-	return &DiskStore{Locker: locker, fs: fsys, dir: filepath.Clean(dir)}
+	dir = filepath.Clean(dir)
+	return &DiskStore{Locker: locker, fs: TrustedFs(fsys, dir), dir: dir}
 }
 
 // Path returns where key's record lives, or "" if key is invalid. It is meant
@@ -59,16 +65,18 @@ func (s *DiskStore) Path(key Key) string {
 }
 
 func (s *DiskStore) networkDir(network string) string {
-	return filepath.Join(s.dir, recordsDir, network)
+	return filepath.Join(s.dir, recordsDir, networkDirName(network))
 }
 
 func (s *DiskStore) recordPath(key Key) string {
-	return filepath.Join(s.networkDir(key.Network), key.ContainerID+":"+key.IfName+recordExt)
+	return filepath.Join(s.networkDir(key.Network), keyName(key)+recordExt)
 }
 
 // checkNetworkDir lstats records/<network>. It reports exists=false if it is
-// missing, and an ErrCorrupt-wrapped error if it is a symlink or not a
-// directory: the store never follows a link out of its dir.
+// missing, an ErrCorrupt-wrapped error if it is a symlink or not a
+// directory (the store never follows a link out of its dir; Quarantine
+// moves it aside), and an *UntrustedError if another user owns it or could
+// write it.
 func (s *DiskStore) checkNetworkDir(key Key) (exists bool, err error) {
 	dir := s.networkDir(key.Network)
 	fi, err := lstat(s.fs, dir)
@@ -78,14 +86,22 @@ func (s *DiskStore) checkNetworkDir(key Key) (exists bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("record %s: %w", key, err)
 	}
+	if err := checkOwned(dir, fi); err != nil {
+		return true, fmt.Errorf("record %s: %w", key, err)
+	}
 	if err := checkDirInfo(fi); err != nil {
 		return true, fmt.Errorf("record %s: %w: network dir %s %v", key, ErrCorrupt, dir, err)
+	}
+	if err := checkTrustedDir(dir, fi); err != nil {
+		return true, fmt.Errorf("record %s: %w", key, err)
 	}
 	return true, nil
 }
 
-// Load returns key's record, ErrNotFound, or an error wrapping ErrCorrupt for
-// anything that cannot be trusted: a symlink, a directory or other
+// Load returns key's record, ErrNotFound, an *UntrustedError (wrapping
+// ErrUntrusted) if the record or a directory above it belongs to another
+// user or could be written by one, or an error wrapping ErrCorrupt for
+// anything else that cannot be trusted: a symlink, a directory or other
 // non-regular file, a file readable or writable by group or others, or
 // content that does not decode or names another attachment.
 func (s *DiskStore) Load(key Key) (*Record, error) {
@@ -107,10 +123,10 @@ func (s *DiskStore) Load(key Key) (*Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load record %s: %w", key, err)
 	}
-	if err := checkRecordInfo(fi); err != nil {
-		return nil, fmt.Errorf("load record %s: %w: %s %v", key, ErrCorrupt, path, err)
+	if err := checkRecordEntry(path, fi); err != nil {
+		return nil, fmt.Errorf("load record %s: %w", key, err)
 	}
-	data, err := s.readRecord(key, path)
+	data, err := s.readRecord(key.String(), path)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +142,7 @@ func (s *DiskStore) Load(key Key) (*Record, error) {
 
 // readRecord opens path without following symlinks and re-checks what was
 // opened, closing the window between the lstat and the open.
-func (s *DiskStore) readRecord(key Key, path string) ([]byte, error) {
+func (s *DiskStore) readRecord(key, path string) ([]byte, error) {
 	f, err := openReadNoFollow(s.fs, path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -141,8 +157,8 @@ func (s *DiskStore) readRecord(key Key, path string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load record %s: stat %s: %w", key, path, err)
 	}
-	if err := checkRecordInfo(fi); err != nil {
-		return nil, fmt.Errorf("load record %s: %w: %s %v", key, ErrCorrupt, path, err)
+	if err := checkRecordEntry(path, fi); err != nil {
+		return nil, fmt.Errorf("load record %s: %w", key, err)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxRecordSize+1))
 	if err != nil {
@@ -156,8 +172,9 @@ func (s *DiskStore) readRecord(key Key, path string) ([]byte, error) {
 
 // Save sets rec.Updated (and rec.Schema) and durably writes the record: the
 // first write creates it by a durable replace, later ones append to its
-// journal (see journal.go). The common path costs one lstat, one append and
-// one fdatasync.
+// journal (see journal.go), as a delta of the steps that changed when the
+// file is still as this store last wrote it (delta.go). The common path
+// costs one lstat, one append and one fdatasync.
 func (s *DiskStore) Save(rec *Record) error {
 	if rec == nil {
 		return errors.New("save record: nil record")
@@ -166,6 +183,10 @@ func (s *DiskStore) Save(rec *Record) error {
 	if err := key.Validate(); err != nil {
 		return fmt.Errorf("save record: %w", err)
 	}
+	// A delta only against the file exactly as this store last wrote it
+	// (saveEntry checks the mark on the handle it appends through); a
+	// Save that fails leaves nothing remembered.
+	prev, ok := s.memo.take(key)
 	exists, err := s.checkNetworkDir(key)
 	if err != nil {
 		return fmt.Errorf("save: %w", err)
@@ -180,9 +201,24 @@ func (s *DiskStore) Save(rec *Record) error {
 	if err != nil {
 		return fmt.Errorf("save: %w", err)
 	}
-	if err := saveEntry(s.fs, s.recordPath(key), data); err != nil {
+	if len(data) > maxRecordSize {
+		return fmt.Errorf("save record %s: %w: %d bytes, Load accepts at most %d", key, ErrTooLarge, len(data), maxRecordSize)
+	}
+	raw, sums, err := stepSums(rec)
+	if err != nil {
+		return fmt.Errorf("save: %w", err)
+	}
+	var delta []byte
+	if ok && len(prev.sums) == len(sums) {
+		if delta, err = encodeDelta(rec, raw, sums, prev.sums); err != nil {
+			return fmt.Errorf("save: %w", err)
+		}
+	}
+	mark, err := saveEntry(s.fs, s.recordPath(key), data, delta, prev.mark)
+	if err != nil {
 		return fmt.Errorf("save record %s: %w", key, err)
 	}
+	s.memo.put(key, lastWrite{sums: sums, mark: mark})
 	return nil
 }
 
@@ -197,6 +233,7 @@ func (s *DiskStore) Remove(key Key) error {
 	if err != nil {
 		return fmt.Errorf("remove: %w", err)
 	}
+	s.memo.forget(key)
 	if !exists {
 		return nil
 	}

@@ -24,17 +24,23 @@ func (s *DiskStore) Quarantine(key Key) (string, error) {
 	if err := key.Validate(); err != nil {
 		return "", fmt.Errorf("quarantine record: %w", err)
 	}
+	s.memo.forget(key)
 	src := s.recordPath(key)
-	name := key.Network + "_" + key.ContainerID + ":" + key.IfName
-	ext := recordExt
+	name, ext := quarantineName(key), recordExt
 	if _, err := s.checkNetworkDir(key); errors.Is(err, ErrCorrupt) {
 		src = s.networkDir(key.Network)
-		name, ext = key.Network, ""
+		name, ext = quarantineDirName(key.Network), ""
+	} else if err != nil {
+		return "", fmt.Errorf("quarantine record %s: %w", key, err)
 	}
-	if _, err := lstat(s.fs, src); err != nil {
+	fi, err := lstat(s.fs, src)
+	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return "", nil
 		}
+		return "", fmt.Errorf("quarantine record %s: %w", key, err)
+	}
+	if err := checkOwned(src, fi); err != nil {
 		return "", fmt.Errorf("quarantine record %s: %w", key, err)
 	}
 	qdir := filepath.Join(s.dir, quarantineDir)
@@ -59,10 +65,7 @@ func (s *DiskStore) ensureQuarantineDir(qdir string) error {
 	if err != nil {
 		return err
 	}
-	if err := checkDirInfo(fi); err != nil {
-		return fmt.Errorf("quarantine dir %s %v", qdir, err)
-	}
-	return nil
+	return checkTrustedDir(qdir, fi)
 }
 
 // freeName returns dir/<name>.<unixnano><ext> that does not exist yet.
@@ -82,10 +85,22 @@ func freeName(fsys afero.Fs, dir, name, ext string) (string, error) {
 // List returns the keys of all records. Entries that are temp files, or
 // whose names do not parse or validate, are skipped; a record that exists but
 // is corrupt (a symlink, a directory...) is listed, so that Load reports it
-// and it can be quarantined. Network entries that are not real directories
-// are not followed.
+// and it can be quarantined. A record with a hashed name (names.go) is
+// listed by the key inside it, if it loads and hashes back to its name.
+// Network entries that are not real directories are not followed; one that
+// another user owns or could write fails the listing (*UntrustedError).
 func (s *DiskStore) List() ([]Key, error) {
 	root := filepath.Join(s.dir, recordsDir)
+	fi, err := lstat(s.fs, root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err == nil {
+		err = checkTrustedDir(root, fi)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list records: %w", err)
+	}
 	nets, err := afero.ReadDir(s.fs, root)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -95,10 +110,17 @@ func (s *DiskStore) List() ([]Key, error) {
 	}
 	var keys []Key
 	for _, n := range nets {
+		dir := filepath.Join(root, n.Name())
+		if err := checkOwned(dir, n); err != nil {
+			return nil, fmt.Errorf("list records: %w", err)
+		}
 		if checkDirInfo(n) != nil {
 			continue
 		}
-		names, err := readDirNames(s.fs, filepath.Join(root, n.Name()))
+		if err := checkTrustedDir(dir, n); err != nil {
+			return nil, fmt.Errorf("list records: %w", err)
+		}
+		names, err := readDirNames(s.fs, dir)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // removed meanwhile
 		}
@@ -106,7 +128,7 @@ func (s *DiskStore) List() ([]Key, error) {
 			return nil, fmt.Errorf("list records: %w", err)
 		}
 		for _, name := range names {
-			if key, ok := parseRecordName(n.Name(), name); ok {
+			if key, ok := s.recordKey(n.Name(), name); ok {
 				keys = append(keys, key)
 			}
 		}
@@ -114,9 +136,9 @@ func (s *DiskStore) List() ([]Key, error) {
 	return keys, nil
 }
 
-// parseRecordName turns records/<network>/<containerID>:<ifname>.json back
-// into its key.
-func parseRecordName(network, name string) (Key, bool) {
+// recordKey turns records/<dir>/<name> back into its key: from the name,
+// or for a hashed name or network dir from the record itself.
+func (s *DiskStore) recordKey(dir, name string) (Key, bool) {
 	if strings.HasSuffix(name, tmpExt) {
 		return Key{}, false
 	}
@@ -124,15 +146,45 @@ func parseRecordName(network, name string) (Key, bool) {
 	if !ok {
 		return Key{}, false
 	}
-	cid, ifname, ok := strings.Cut(base, ":")
-	if !ok {
+	return s.keyOfName(dir, base)
+}
+
+// keyOfName returns the key whose files are named base in network dir
+// dir: parsed from a plain name, else read from its record (which must
+// exist, load, and hash back to base).
+func (s *DiskStore) keyOfName(dir, base string) (Key, bool) {
+	if key, ok := parseKeyName(dir, base); ok {
+		return key, true
+	}
+	if !isHashedName(base) && !strings.HasPrefix(dir, hashedNetwork) {
 		return Key{}, false
 	}
-	key := Key{Network: network, ContainerID: cid, IfName: ifname}
-	if key.Validate() != nil {
+	key, err := s.keyInFile(filepath.Join(s.dir, recordsDir, dir, base+recordExt))
+	if err != nil || !namesKey(key, dir, base) {
 		return Key{}, false
 	}
 	return key, true
+}
+
+// keyInFile returns the key of the newest entry of the record journal (or
+// record temp file) at path, with Load's checks.
+func (s *DiskStore) keyInFile(path string) (Key, error) {
+	fi, err := lstat(s.fs, path)
+	if err != nil {
+		return Key{}, err
+	}
+	if err := checkRecordEntry(path, fi); err != nil {
+		return Key{}, err
+	}
+	data, err := s.readRecord(path, path)
+	if err != nil {
+		return Key{}, err
+	}
+	rec, err := decodeJournal(data)
+	if err != nil {
+		return Key{}, err
+	}
+	return rec.Key, nil
 }
 
 func readDirNames(fsys afero.Fs, dir string) ([]string, error) {

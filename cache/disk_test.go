@@ -188,8 +188,8 @@ func TestDiskStoreFutureSchema(t *testing.T) {
 		s := e.store
 		key := Key{Network: "n", ContainerID: "c", IfName: "eth0"}
 		require.NoError(t, s.Save(sampleRecord(key)))
-		body := `{"schema":2,"key":{"network":"n","containerID":"c","ifName":"eth0"},"phase":"adding","steps":[]}`
-		require.NoError(t, afero.WriteFile(e.fs, s.Path(key), envelopeOf("2", body), 0o600))
+		body := `{"schema":3,"key":{"network":"n","containerID":"c","ifName":"eth0"},"phase":"adding","steps":[]}`
+		require.NoError(t, afero.WriteFile(e.fs, s.Path(key), envelopeOf("3", body), 0o600))
 		_, err := s.Load(key)
 		require.ErrorIs(t, err, ErrCorrupt)
 		require.ErrorIs(t, err, ErrFutureSchema)

@@ -37,18 +37,25 @@ const (
 // by listing a directory that may hold 10,000 records. The temp is created
 // O_EXCL, so a symlink planted at the temp name is never followed: a
 // leftover is unlinked and the create retried once.
-func writeFileDurable(fsys afero.Fs, path string, data []byte) (err error) {
+func writeFileDurable(fsys afero.Fs, path string, data []byte) error {
+	_, err := writeFileDurableInfo(fsys, path, data)
+	return err
+}
+
+// writeFileDurableInfo is writeFileDurable that also returns what fstat
+// said of the new file once its data was synced (the rename keeps it).
+func writeFileDurableInfo(fsys afero.Fs, path string, data []byte) (fi os.FileInfo, err error) {
 	dir := filepath.Dir(path)
 	tmp := tempPath(path)
 	f, err := fsys.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, filePerm)
 	if errors.Is(err, fs.ErrExist) {
 		if err := removeTemp(fsys, path); err != nil {
-			return err
+			return nil, err
 		}
 		f, err = fsys.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, filePerm)
 	}
 	if err != nil {
-		return fmt.Errorf("create temp file for %s: %w", path, err)
+		return nil, fmt.Errorf("create temp file for %s: %w", path, err)
 	}
 	renamed := false
 	defer func() {
@@ -62,22 +69,25 @@ func writeFileDurable(fsys afero.Fs, path string, data []byte) (err error) {
 		err = io.ErrShortWrite
 	}
 	if err != nil {
-		return fmt.Errorf("write %s: %w", tmp, err)
+		return nil, fmt.Errorf("write %s: %w", tmp, err)
 	}
 	if err = f.Sync(); err != nil {
-		return fmt.Errorf("fsync %s: %w", tmp, err)
+		return nil, fmt.Errorf("fsync %s: %w", tmp, err)
+	}
+	if fi, err = f.Stat(); err != nil {
+		return nil, fmt.Errorf("stat %s: %w", tmp, err)
 	}
 	if err = f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", tmp, err)
+		return nil, fmt.Errorf("close %s: %w", tmp, err)
 	}
 	if err = fsys.Rename(tmp, path); err != nil {
-		return fmt.Errorf("rename %s to %s: %w", tmp, path, err)
+		return nil, fmt.Errorf("rename %s to %s: %w", tmp, path, err)
 	}
 	renamed = true
 	if err = syncDir(fsys, dir); err != nil {
-		return fmt.Errorf("replace %s: %w", path, err)
+		return nil, fmt.Errorf("replace %s: %w", path, err)
 	}
-	return nil
+	return fi, nil
 }
 
 // tempPath is the hidden temp file next to path that writeFileDurable

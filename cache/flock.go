@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -18,6 +17,12 @@ import (
 // FlockLocker locks attachments with flock(2) on one file per attachment:
 //
 //	<Dir>/<network>/<containerID>:<ifname>.lock
+//
+// (names.go for long keys). Dir's parent (the cache dir), Dir and
+// Dir/<network> are reached by the openat walk (walk.go) and must be owned
+// by Catena's user and not writable by others, as must the lock file; no
+// symlink is followed. The
+// file holds the holder and the full key, for waiters' messages.
 //
 // The kernel drops a flock when its file is closed, so a holder that dies
 // releases its lock at once; there is no stale-PID check and none is needed.
@@ -65,7 +70,7 @@ func (l *FlockLocker) Path(key Key) string {
 }
 
 func (l *FlockLocker) lockPath(key Key) string {
-	return filepath.Join(l.Dir, key.Network, key.ContainerID+":"+key.IfName+lockExt)
+	return filepath.Join(l.Dir, networkDirName(key.Network), keyName(key)+lockExt)
 }
 
 // Lock waits for key's lock, polling with a short backoff, until ctx is done;
@@ -76,9 +81,8 @@ func (l *FlockLocker) Lock(ctx context.Context, key Key, who Holder) (Unlocker, 
 	}
 	start := time.Now()
 	backoff := lockBackoffMin
-	path := l.lockPath(key)
 	for {
-		u, err := l.tryLock(key, path, who)
+		u, err := l.tryLock(key, who)
 		if !errors.Is(err, ErrLocked) {
 			return u, err
 		}
@@ -86,7 +90,7 @@ func (l *FlockLocker) Lock(ctx context.Context, key Key, who Holder) (Unlocker, 
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, &LockedError{Key: key, Holder: readHolder(path), Waited: time.Since(start)}
+			return nil, &LockedError{Key: key, Holder: l.readHolder(key), Waited: time.Since(start)}
 		case <-t.C:
 		}
 		backoff = min(2*backoff, lockBackoffMax)
@@ -99,67 +103,90 @@ func (l *FlockLocker) TryLock(key Key, who Holder) (Unlocker, error) {
 	if err := key.Validate(); err != nil {
 		return nil, fmt.Errorf("lock attachment: %w", err)
 	}
-	path := l.lockPath(key)
-	u, err := l.tryLock(key, path, who)
+	u, err := l.tryLock(key, who)
 	if errors.Is(err, ErrLocked) {
-		return nil, &LockedError{Key: key, Holder: readHolder(path)}
+		return nil, &LockedError{Key: key, Holder: l.readHolder(key)}
 	}
 	return u, err
 }
 
+// lockFile is an attachment's lock file: the fd of its checked directory,
+// and its name there.
+type lockFile struct {
+	dirfd int
+	dir   string
+	name  string
+}
+
+// lockFileOf walks to key's lock dir, creating it (0700) on first use. No
+// fsync: a lock file is not state. The caller closes it.
+func (l *FlockLocker) lockFileOf(key Key) (*lockFile, error) {
+	dir := networkDirName(key.Network)
+	fd, err := walkDir(filepath.Dir(l.Dir), filepath.Base(l.Dir)+"/"+dir, true)
+	if err != nil {
+		return nil, err
+	}
+	return &lockFile{dirfd: fd, dir: filepath.Join(l.Dir, dir), name: keyName(key) + lockExt}, nil
+}
+
+func (f *lockFile) path() string { return filepath.Join(f.dir, f.name) }
+
+func (f *lockFile) close() { _ = unix.Close(f.dirfd) }
+
 // tryLock makes one attempt; it returns ErrLocked if another holder has the
 // lock. A file found unlinked after locking it is not an attempt: it is
 // dropped and the path opened anew.
-func (l *FlockLocker) tryLock(key Key, path string, who Holder) (Unlocker, error) {
+func (l *FlockLocker) tryLock(key Key, who Holder) (Unlocker, error) {
+	lf, err := l.lockFileOf(key)
+	if err != nil {
+		return nil, fmt.Errorf("lock attachment %s: %w", key, err)
+	}
 	for {
-		fd, err := openLockFile(path)
+		fd, err := lf.open()
 		if err != nil {
+			lf.close()
 			return nil, fmt.Errorf("lock attachment %s: %w", key, err)
 		}
 		if err := flockNB(fd); err != nil {
 			_ = unix.Close(fd)
+			lf.close()
 			if err == unix.EWOULDBLOCK {
 				return nil, ErrLocked
 			}
-			return nil, fmt.Errorf("lock attachment %s: flock %s: %w", key, path, err)
+			return nil, fmt.Errorf("lock attachment %s: flock %s: %w", key, lf.path(), err)
 		}
-		current, err := isCurrent(fd, path)
+		current, err := lf.isCurrent(fd)
 		if err != nil {
 			_ = unix.Close(fd)
-			return nil, fmt.Errorf("lock attachment %s: %s: %w", key, path, err)
+			lf.close()
+			return nil, fmt.Errorf("lock attachment %s: %s: %w", key, lf.path(), err)
 		}
 		if !current {
 			_ = unix.Close(fd) // unlinked by the previous holder: retry
 			continue
 		}
-		writeHolder(fd, fillHolder(who))
-		return &flockUnlocker{fd: fd, path: path, key: key}, nil
+		writeHolder(fd, fillHolder(who), key)
+		return &flockUnlocker{fd: fd, file: lf, key: key}, nil
 	}
 }
 
-// openLockFile opens (creating if needed) the lock file, creating its
-// network dir on first use. No fsync: a lock file is not state.
-func openLockFile(path string) (int, error) {
+// open opens (creating if needed) the lock file, never through a symlink,
+// and refuses one that another user owns or could write.
+func (f *lockFile) open() (int, error) {
 	const flags = unix.O_RDWR | unix.O_CREAT | unix.O_NOFOLLOW | unix.O_CLOEXEC
-	for {
-		fd, err := unix.Open(path, flags, filePerm)
-		if err == nil {
-			return fd, nil
-		}
-		if err == unix.EINTR {
-			continue
-		}
-		if err != unix.ENOENT {
-			return -1, fmt.Errorf("open %s: %w", path, err)
-		}
-		if err := os.MkdirAll(filepath.Dir(path), dirPerm); err != nil {
-			return -1, fmt.Errorf("mkdir %s: %w", filepath.Dir(path), err)
-		}
-		if fd, err = unix.Open(path, flags, filePerm); err != nil {
-			return -1, fmt.Errorf("open %s: %w", path, err)
-		}
-		return fd, nil
+	fd, err := openat(f.dirfd, f.name, flags, filePerm)
+	if err != nil {
+		return -1, fmt.Errorf("open %s: %w", f.path(), err)
 	}
+	fi, err := fstatInfo(fd, f.name)
+	if err == nil {
+		err = CheckPrivateFile(f.path(), fi)
+	}
+	if err != nil {
+		_ = unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
 }
 
 // flockNB takes the flock without blocking; EWOULDBLOCK means held.
@@ -172,14 +199,14 @@ func flockNB(fd int) error {
 	}
 }
 
-// isCurrent reports whether the locked fd is still the file at path: false
-// if the path is missing or names another inode.
-func isCurrent(fd int, path string) (bool, error) {
+// isCurrent reports whether the locked fd is still the lock file: false
+// if the name is missing or names another inode.
+func (f *lockFile) isCurrent(fd int) (bool, error) {
 	var fdSt, pathSt unix.Stat_t
 	if err := unix.Fstat(fd, &fdSt); err != nil {
 		return false, fmt.Errorf("fstat: %w", err)
 	}
-	if err := unix.Lstat(path, &pathSt); err != nil {
+	if err := unix.Fstatat(f.dirfd, f.name, &pathSt, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		if err == unix.ENOENT {
 			return false, nil
 		}
@@ -188,10 +215,17 @@ func isCurrent(fd int, path string) (bool, error) {
 	return fdSt.Dev == pathSt.Dev && fdSt.Ino == pathSt.Ino, nil
 }
 
+// lockContent is what a lock file holds: the holder, and the full key
+// (the file name may be hashed).
+type lockContent struct {
+	Holder
+	Key Key `json:"key"`
+}
+
 // writeHolder records who holds the lock, for waiters' messages. It is best
 // effort: the lock is held whether or not this succeeds.
-func writeHolder(fd int, who Holder) {
-	data, err := json.Marshal(who)
+func writeHolder(fd int, who Holder, key Key) {
+	data, err := json.Marshal(lockContent{Holder: who, Key: key})
 	if err != nil {
 		return
 	}
@@ -207,9 +241,15 @@ func writeHolder(fd int, who Holder) {
 	}
 }
 
-// readHolder reads the holder from a lock file; nil if it cannot.
-func readHolder(path string) *Holder {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+// readHolder reads the holder of key's lock; nil if it cannot. It creates
+// nothing.
+func (l *FlockLocker) readHolder(key Key) *Holder {
+	dirfd, err := walkDir(filepath.Dir(l.Dir), filepath.Base(l.Dir)+"/"+networkDirName(key.Network), false)
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(dirfd)
+	fd, err := openat(dirfd, keyName(key)+lockExt, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil
 	}
@@ -229,7 +269,7 @@ func readHolder(path string) *Holder {
 type flockUnlocker struct {
 	mu   sync.Mutex
 	fd   int
-	path string
+	file *lockFile
 	key  Key
 }
 
@@ -245,12 +285,13 @@ func (u *flockUnlocker) Unlock() error {
 	fd := u.fd
 	u.fd = -1
 	var errs []error
-	if err := unix.Unlink(u.path); err != nil && err != unix.ENOENT {
-		errs = append(errs, fmt.Errorf("unlink %s: %w", u.path, err))
+	if err := unix.Unlinkat(u.file.dirfd, u.file.name, 0); err != nil && err != unix.ENOENT {
+		errs = append(errs, fmt.Errorf("unlink %s: %w", u.file.path(), err))
 	}
 	if err := unix.Close(fd); err != nil {
-		errs = append(errs, fmt.Errorf("close %s: %w", u.path, err))
+		errs = append(errs, fmt.Errorf("close %s: %w", u.file.path(), err))
 	}
+	u.file.close()
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("unlock attachment %s: %w", u.key, err)
 	}

@@ -38,7 +38,8 @@ func lockFilesUnder(t *testing.T, dir string) []string {
 }
 
 // TestFlockHolderFileContent: while held, the lock file is exactly the
-// holder as JSON: pid, verb and since (RFC 3339).
+// holder as JSON: pid, verb and since (RFC 3339), and the full key (the
+// file name of a long key is hashed).
 func TestFlockHolderFileContent(t *testing.T) {
 	dir := t.TempDir()
 	l := NewFlockLocker(dir)
@@ -53,6 +54,7 @@ func TestFlockHolderFileContent(t *testing.T) {
 	require.NoError(t, json.Unmarshal(data, &got))
 	assert.Equal(t, map[string]any{
 		"pid": float64(os.Getpid()), "verb": "CHECK", "since": "2030-01-02T03:04:05Z",
+		"key": map[string]any{"network": "podnet", "containerID": "abc", "ifName": "eth0"},
 	}, got)
 }
 
@@ -111,7 +113,8 @@ func TestFlockDeadHolderFileIsReclaimed(t *testing.T) {
 	cmd := startLockHolder(t, dir)
 
 	path := filepath.Join(dir, "podnet", "abc:eth0.lock")
-	h := readHolder(path)
+	l, key := NewFlockLocker(dir), testKey("abc")
+	h := l.readHolder(key)
 	require.NotNil(t, h)
 	assert.Equal(t, cmd.Process.Pid, h.PID)
 
@@ -120,10 +123,9 @@ func TestFlockDeadHolderFileIsReclaimed(t *testing.T) {
 	_, err := os.Lstat(path)
 	require.NoError(t, err, "the dead holder's file is still there")
 
-	l := NewFlockLocker(dir)
-	u, err := l.TryLock(testKey("abc"), Holder{Verb: "DEL"})
+	u, err := l.TryLock(key, Holder{Verb: "DEL"})
 	require.NoError(t, err, "free at once: no wait, no stale-PID check")
-	h = readHolder(path)
+	h = l.readHolder(key)
 	require.NotNil(t, h)
 	assert.Equal(t, os.Getpid(), h.PID)
 	assert.Equal(t, "DEL", h.Verb)

@@ -19,7 +19,9 @@ import (
 func TestFlockLockFileLifecycle(t *testing.T) {
 	old := syscall.Umask(0)
 	t.Cleanup(func() { syscall.Umask(old) })
-	dir := filepath.Join(t.TempDir(), "locks")
+	base := t.TempDir() // made 0777 under this umask: the cache dir must be private
+	require.NoError(t, os.Chmod(base, 0o700))
+	dir := filepath.Join(base, "locks")
 	l := NewFlockLocker(dir)
 	key := testKey("abc")
 	path := filepath.Join(dir, "podnet", "abc:eth0.lock")
@@ -32,7 +34,7 @@ func TestFlockLockFileLifecycle(t *testing.T) {
 	fi, err = os.Lstat(filepath.Dir(path))
 	require.NoError(t, err)
 	assert.Equal(t, os.ModeDir|0o700, fi.Mode())
-	h := readHolder(path)
+	h := l.readHolder(key)
 	require.NotNil(t, h)
 	assert.Equal(t, 4242, h.PID)
 	assert.Equal(t, "ADD", h.Verb)
@@ -52,7 +54,7 @@ func TestFlockStaleHolderFileIsOverwritten(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte(`{"pid":999999,"verb":"A-VERY-LONG-VERB-FROM-THE-DEAD","since":"2020-01-01T00:00:00Z"}`), 0o600))
 	u, err := l.TryLock(key, Holder{Verb: "DEL"})
 	require.NoError(t, err, "a file nobody flocks is free, whatever it says")
-	h := readHolder(path)
+	h := l.readHolder(key)
 	require.NotNil(t, h)
 	assert.Equal(t, os.Getpid(), h.PID)
 	assert.Equal(t, "DEL", h.Verb)
@@ -159,24 +161,25 @@ func TestFlockStaleFdIsDetected(t *testing.T) {
 	dir := t.TempDir()
 	l := NewFlockLocker(dir)
 	key := testKey("abc")
-	path := l.lockPath(key)
-
 	holder, err := l.TryLock(key, Holder{Verb: "ADD"})
 	require.NoError(t, err)
-	waiterFd, err := openLockFile(path) // the waiter's open, before the unlink
+	lf, err := l.lockFileOf(key)
+	require.NoError(t, err)
+	t.Cleanup(lf.close)
+	waiterFd, err := lf.open() // the waiter's open, before the unlink
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = syscall.Close(waiterFd) })
 	require.Error(t, flockNB(waiterFd), "held")
 	require.NoError(t, holder.Unlock()) // unlink, then release
 
 	require.NoError(t, flockNB(waiterFd), "the nameless inode is free")
-	current, err := isCurrent(waiterFd, path)
+	current, err := lf.isCurrent(waiterFd)
 	require.NoError(t, err)
 	assert.False(t, current, "path is missing")
 
 	newHolder, err := l.TryLock(key, Holder{Verb: "DEL"})
 	require.NoError(t, err, "the stale flock does not block the path")
-	current, err = isCurrent(waiterFd, path)
+	current, err = lf.isCurrent(waiterFd)
 	require.NoError(t, err)
 	assert.False(t, current, "path names a new inode")
 	require.NoError(t, newHolder.Unlock())

@@ -26,7 +26,7 @@ func lstat(fsys afero.Fs, name string) (os.FileInfo, error) {
 // flags through to os.OpenFile. Other filesystems get plain O_RDONLY, as
 // MemMapFs treats any other flag as a request for a writable handle.
 func openReadNoFollow(fsys afero.Fs, name string) (afero.File, error) {
-	if _, ok := fsys.(*afero.OsFs); ok {
+	if isRealDisk(fsys) {
 		return fsys.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	}
 	return fsys.OpenFile(name, os.O_RDONLY, 0)
@@ -35,6 +35,19 @@ func openReadNoFollow(fsys afero.Fs, name string) (afero.File, error) {
 // isSymlinkLoop reports whether err is the ELOOP of an O_NOFOLLOW open.
 func isSymlinkLoop(err error) bool {
 	return errors.Is(err, syscall.ELOOP)
+}
+
+// checkRecordEntry refuses a record owned by another user
+// (*UntrustedError) and, wrapping ErrCorrupt, anything checkRecordInfo
+// refuses.
+func checkRecordEntry(path string, fi os.FileInfo) error {
+	if err := checkOwned(path, fi); err != nil {
+		return err
+	}
+	if err := checkRecordInfo(fi); err != nil {
+		return fmt.Errorf("%w: %s %v", ErrCorrupt, path, err)
+	}
+	return nil
 }
 
 // checkRecordInfo refuses anything but a private regular file of sane size.

@@ -12,8 +12,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// A record file is a short journal: one envelope per line, each a complete,
-// self-checking snapshot of the record, the newest last.
+// A record file is a short journal: one self-checking envelope per line, the
+// newest last; the first is a full snapshot of the record, later ones are
+// full snapshots or deltas on the line before (delta.go).
 //
 // Why a journal and not only a durable replace: an ADD of n delegates makes
 // n+1 durable writes. Measured on this project's disk (ext4, virtio) with
@@ -27,42 +28,60 @@ import (
 //
 // Crash safety: an append that a crash tears leaves a final line that does
 // not verify. It was never acknowledged, so the engine never acted on it, and
-// Load takes the newest entry that verifies. Save never appends after a
-// partial line: if the file does not end in a newline, or has grown past
-// compactAt, it compacts by durably replacing the file with the new entry
-// alone. Every entry is a full snapshot, so nothing needs replay.
+// Load takes the record as of the entry before it. Save never appends after
+// a partial line: if the file does not end in a newline, or has grown past
+// compactAt, it compacts by durably replacing the file with a full snapshot
+// alone. Entries after the first are usually deltas (delta.go): Load replays
+// them from the newest full snapshot, so its cost stays that of reading a
+// file of at most compactAt plus one entry.
 const compactAt = 64 << 10
 
-// saveEntry durably writes data (one envelope line) as the newest entry of
-// the journal at path.
-func saveEntry(fsys afero.Fs, path string, data []byte) error {
-	appended, err := appendEntry(fsys, path, data)
+// saveEntry durably writes the newest entry of the journal at path: delta
+// (if not nil) when the file is still exactly base, the file as this
+// process last wrote it, else full, the record's snapshot. It returns the
+// file's mark after the write.
+func saveEntry(fsys afero.Fs, path string, full, delta []byte, base fileMark) (fileMark, error) {
+	mark, appended, err := appendEntry(fsys, path, full, delta, base)
 	if err != nil || appended {
-		return err
+		return mark, err
 	}
-	return writeFileDurable(fsys, path, data)
+	fi, err := writeFileDurableInfo(fsys, path, full)
+	if err != nil {
+		return fileMark{}, err
+	}
+	return markOf(fi), nil
 }
 
-// appendEntry appends data and fdatasyncs it, if path is a journal that can
-// take an append: it exists, ends in a newline and is smaller than compactAt.
-// It reports false, with no error and nothing written, when the caller must
-// replace the file instead.
-func appendEntry(fsys afero.Fs, path string, data []byte) (bool, error) {
-	flags := os.O_WRONLY | os.O_APPEND
-	if _, ok := fsys.(*afero.OsFs); ok {
+// appendEntry appends an entry and fdatasyncs it, if path is a journal that
+// can take an append: it exists, ends in a newline and is smaller than
+// compactAt. The entry is delta if the file, as fstat'ed through the handle
+// that appends, is still base, else full. It reports false, with no error
+// and nothing written, when the caller must replace the file instead.
+func appendEntry(fsys afero.Fs, path string, full, delta []byte, base fileMark) (fileMark, bool, error) {
+	flags := os.O_RDWR | os.O_APPEND // read: the last byte, through the same handle
+	if isRealDisk(fsys) {
 		flags |= syscall.O_NOFOLLOW
 	}
 	f, err := fsys.OpenFile(path, flags, filePerm)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) || isSymlinkLoop(err) {
-			return false, nil // first write, or a link the replace will overwrite
+			return fileMark{}, false, nil // first write, or a link the replace will overwrite
 		}
-		return false, fmt.Errorf("open %s: %w", path, err)
+		return fileMark{}, false, fmt.Errorf("open %s: %w", path, err)
 	}
-	ok, err := appendable(fsys, f, path)
+	fi, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return fileMark{}, false, fmt.Errorf("stat %s: %w", path, err)
+	}
+	data := full
+	if delta != nil && base.valid() && markOf(fi) == base {
+		data = delta
+	}
+	ok, err := appendable(f, path, fi, len(data))
 	if err != nil || !ok {
 		_ = f.Close()
-		return false, err
+		return fileMark{}, false, err
 	}
 	n, err := f.Write(data)
 	if err == nil && n != len(data) {
@@ -71,36 +90,33 @@ func appendEntry(fsys afero.Fs, path string, data []byte) (bool, error) {
 	if err == nil {
 		err = datasync(f)
 	}
+	if err == nil {
+		fi, err = f.Stat()
+	}
 	if err != nil {
 		// The tail may now be partial: the next Save sees no final newline
 		// and compacts, and Load ignores an entry that does not verify.
 		_ = f.Close()
-		return false, fmt.Errorf("append %s: %w", path, err)
+		return fileMark{}, false, fmt.Errorf("append %s: %w", path, err)
 	}
 	if err := f.Close(); err != nil {
-		return false, fmt.Errorf("close %s: %w", path, err)
+		return fileMark{}, false, fmt.Errorf("close %s: %w", path, err)
 	}
-	return true, nil
+	return markOf(fi), true, nil
 }
 
 // appendable reports whether the open journal is a private regular file
-// below compactAt whose last byte is a newline.
-func appendable(fsys afero.Fs, f afero.File, path string) (bool, error) {
-	fi, err := f.Stat()
-	if err != nil {
-		return false, fmt.Errorf("stat %s: %w", path, err)
+// of ours below compactAt whose last byte is a newline, and that stays
+// within what Load reads once n more bytes are appended.
+func appendable(f afero.File, path string, fi os.FileInfo, n int) (bool, error) {
+	if err := checkOwned(path, fi); err != nil {
+		return false, err
 	}
-	if checkRecordInfo(fi) != nil || fi.Size() == 0 || fi.Size() >= compactAt {
+	if checkRecordInfo(fi) != nil || fi.Size() == 0 || fi.Size() >= compactAt || fi.Size()+int64(n) > maxRecordSize {
 		return false, nil
 	}
-	// Read the last byte through a second handle: f is write-only.
-	r, err := openReadNoFollow(fsys, path)
-	if err != nil {
-		return false, fmt.Errorf("open %s: %w", path, err)
-	}
-	defer r.Close()
 	last := make([]byte, 1)
-	if _, err := r.ReadAt(last, fi.Size()-1); err != nil {
+	if _, err := f.ReadAt(last, fi.Size()-1); err != nil {
 		return false, fmt.Errorf("read %s: %w", path, err)
 	}
 	return last[0] == '\n', nil
@@ -126,10 +142,11 @@ func datasync(f afero.File) error {
 	return nil
 }
 
-// decodeJournal returns the newest entry of a journal that verifies. Only
-// the final line may fail to verify, and only if it is a torn append; an
-// entry from a future schema is never skipped. With no entry that verifies,
-// the error is that of the final line.
+// decodeJournal replays a journal: from its newest full snapshot that
+// verifies, each later line (a delta) applies on the record so far. Only
+// the final line may fail, and only if it is a torn append; an entry from a
+// future schema is never skipped. With no snapshot that verifies, the error
+// is that of the final line.
 func decodeJournal(data []byte) (*Record, error) {
 	lines := bytes.SplitAfter(data, []byte("\n"))
 	if n := len(lines); n > 0 && len(lines[n-1]) == 0 {
@@ -139,14 +156,40 @@ func decodeJournal(data []byte) (*Record, error) {
 		return Decode(data)
 	}
 	last := len(lines) - 1
-	rec, err := Decode(lines[last])
-	if err == nil || errors.Is(err, ErrFutureSchema) || last == 0 || !torn(lines[last]) {
-		return rec, err
+	start, rec := lastSnapshot(lines)
+	if rec == nil {
+		err := verifyEntry(lines[last])
+		if err == nil {
+			err = corruptf("delta entry with no full snapshot before it")
+		}
+		return nil, err
 	}
-	if prev, perr := Decode(lines[last-1]); perr == nil {
-		return prev, nil
+	for i := start + 1; i <= last; i++ {
+		next, err := decodeEntry(rec, lines[i])
+		if err != nil {
+			if i == last && !errors.Is(err, ErrFutureSchema) && torn(lines[i]) {
+				return rec, nil
+			}
+			return nil, fmt.Errorf("journal line %d: %w", i+1, err)
+		}
+		rec = next
 	}
-	return nil, err
+	return rec, nil
+}
+
+// lastSnapshot returns the newest line that is a full snapshot that
+// verifies, and its record (nil if there is none). Only a line that starts
+// as Encode writes a snapshot can be one.
+func lastSnapshot(lines [][]byte) (int, *Record) {
+	for i := len(lines) - 1; i >= 0; i-- {
+		if !bytes.HasPrefix(lines[i], []byte(`{"schema":1,`)) {
+			continue
+		}
+		if rec, err := Decode(lines[i]); err == nil {
+			return i, rec
+		}
+	}
+	return -1, nil
 }
 
 // torn reports whether a final line that does not verify can be a torn
@@ -160,6 +203,5 @@ func torn(line []byte) bool {
 	if bytes.HasSuffix(line, []byte("\n")) {
 		return false
 	}
-	_, err := Decode(line[:len(line)-1])
-	return err != nil
+	return verifyEntry(line[:len(line)-1]) != nil
 }

@@ -42,14 +42,25 @@ func FuzzKeyValidate(f *testing.F) {
 				t.Fatalf("%s of %q is %s, not a plain entry of %s", what, key, path, parent)
 			}
 		}
-		inside("record", s.Path(key), filepath.Join(dir, recordsDir, network))
-		inside("network dir", filepath.Join(dir, recordsDir, network), filepath.Join(dir, recordsDir))
-		inside("teardown note", s.pendingPath(key), filepath.Join(dir, pendingDir, network))
+		netDir := networkDirName(network)
+		inside("record", s.Path(key), filepath.Join(dir, recordsDir, netDir))
+		inside("network dir", filepath.Join(dir, recordsDir, netDir), filepath.Join(dir, recordsDir))
+		inside("teardown note", s.pendingPath(key), filepath.Join(dir, pendingDir, netDir))
 		locks := NewFlockLocker(filepath.Join(dir, "locks"))
-		inside("lock", locks.lockPath(key), filepath.Join(dir, "locks", network))
-		back, ok := parseRecordName(network, filepath.Base(s.Path(key)))
+		inside("lock", locks.lockPath(key), filepath.Join(dir, "locks", netDir))
+		for _, name := range []string{netDir, filepath.Base(s.Path(key)), filepath.Base(tempPath(s.Path(key))),
+			filepath.Base(s.pendingPath(key)), filepath.Base(locks.lockPath(key)),
+			quarantineName(key) + ".1234567890123456789" + recordExt, quarantineDirName(network) + ".1234567890123456789"} {
+			if len(name) > nameMax {
+				t.Fatalf("a file name of %q is %d bytes: %s", key, len(name), name)
+			}
+		}
+		if err := s.Save(&Record{Key: key, Phase: PhaseAdding}); err != nil {
+			t.Fatalf("save a record of %q: %v", key, err)
+		}
+		back, ok := s.recordKey(netDir, filepath.Base(s.Path(key)))
 		if !ok || back != key {
-			t.Fatalf("record name of %q parses back as %q (%v)", key, back, ok)
+			t.Fatalf("record name of %q lists back as %q (%v)", key, back, ok)
 		}
 		if strings.HasSuffix(filepath.Base(s.Path(key)), tmpExt) {
 			t.Fatalf("record name of %q looks like a temp file", key)

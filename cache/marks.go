@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/afero"
@@ -51,13 +52,18 @@ const (
 	maxMarkSize = 4 << 10
 )
 
-// NewDiskMarks returns the marks of cacheDir on fsys.
+// NewDiskMarks returns the marks of cacheDir on fsys. On the real disk every
+// path is reached by the cache's trusted walk (TrustedFs): a symlink or an
+// entry another user owns or could write is refused.
 func NewDiskMarks(fsys afero.Fs, cacheDir string) *DiskMarks {
-	return &DiskMarks{fs: fsys, dir: filepath.Join(filepath.Clean(cacheDir), marksDir)}
+	cacheDir = filepath.Clean(cacheDir)
+	return &DiskMarks{fs: TrustedFs(fsys, cacheDir), dir: filepath.Join(cacheDir, marksDir)}
 }
 
+// path names key's mark as its record is named (names.go): long keys and
+// networks are hashed, and the mark holds the full key.
 func (m *DiskMarks) path(key Key) string {
-	return filepath.Join(m.dir, key.Network, key.ContainerID+":"+key.IfName+recordExt)
+	return filepath.Join(m.dir, networkDirName(key.Network), keyName(key)+recordExt)
 }
 
 // PutMark implements MarkStore.
@@ -150,11 +156,15 @@ func (m *DiskMarks) Marks() (map[Key]Mark, error) {
 			return nil, fmt.Errorf("list marks: %w", err)
 		}
 		for _, name := range names {
-			key, ok := parseRecordName(n.Name(), name)
+			base, ok := strings.CutSuffix(name, recordExt)
 			if !ok {
 				continue
 			}
-			mk, err := m.read(key)
+			mk, err := m.readName(n.Name(), base)
+			if errors.Is(err, errNotAMark) {
+				continue
+			}
+			key := mk.Key
 			if err != nil {
 				// Untrusted or torn: drop it; the attachment starts
 				// phase one again, which only delays a reclaim.
@@ -169,9 +179,43 @@ func (m *DiskMarks) Marks() (map[Key]Mark, error) {
 	return out, nil
 }
 
+// errNotAMark: a file of the marks dir whose name is no key's.
+var errNotAMark = errors.New("not the name of a mark")
+
+// readName loads the mark named base in network dir dir. A plain name is
+// parsed; a hashed one is read and must hold a key that hashes to it. The
+// returned Mark carries the key even with an error, so that the caller can
+// clear it.
+func (m *DiskMarks) readName(dir, base string) (Mark, error) {
+	if key, ok := parseKeyName(dir, base); ok {
+		mk, err := m.read(key)
+		mk.Key = key
+		return mk, err
+	}
+	if !isHashedName(base) && !strings.HasPrefix(dir, hashedNetwork) {
+		return Mark{}, errNotAMark
+	}
+	mk, err := m.readPath(filepath.Join(m.dir, dir, base+recordExt))
+	if err != nil || !namesKey(mk.Key, dir, base) {
+		return Mark{}, errNotAMark // cannot be cleared by key: left alone
+	}
+	return mk, nil
+}
+
 // read loads key's mark, never through a symlink.
 func (m *DiskMarks) read(key Key) (Mark, error) {
-	path := m.path(key)
+	mk, err := m.readPath(m.path(key))
+	if err != nil {
+		return Mark{}, err
+	}
+	if mk.Key != key {
+		return Mark{}, fmt.Errorf("read mark %s: it names %s", m.path(key), mk.Key)
+	}
+	return mk, nil
+}
+
+// readPath loads the mark at path, never through a symlink.
+func (m *DiskMarks) readPath(path string) (Mark, error) {
 	f, err := openReadNoFollow(m.fs, path)
 	if err != nil {
 		return Mark{}, fmt.Errorf("read mark %s: %w", path, err)
@@ -194,9 +238,6 @@ func (m *DiskMarks) read(key Key) (Mark, error) {
 	}
 	if err := json.Unmarshal(data, &mk); err != nil {
 		return Mark{}, fmt.Errorf("read mark %s: %w", path, err)
-	}
-	if mk.Key != key {
-		return Mark{}, fmt.Errorf("read mark %s: it names %s", path, mk.Key)
 	}
 	return mk, nil
 }

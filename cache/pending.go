@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 )
 
 // TeardownIndex is an optional Store capability: a cheap index of the
@@ -33,7 +32,7 @@ type TeardownIndex interface {
 var _ TeardownIndex = (*DiskStore)(nil)
 
 // pendingDir holds one file per attachment needing teardown,
-// pending/<network>/<containerID>:<ifname>, whose content is its
+// pending/<network>/<containerID>:<ifname> (names.go for long keys), whose content is its
 // PendingNote (see EncodeNote). The due time is in the content, not in the
 // file's mtime, so that a marker can say "not before" without a clock
 // skewed into the future by touch, and carry the attempt count. It is
@@ -42,7 +41,7 @@ var _ TeardownIndex = (*DiskStore)(nil)
 const pendingDir = "pending"
 
 func (s *DiskStore) pendingPath(key Key) string {
-	return filepath.Join(s.dir, pendingDir, key.Network, key.ContainerID+":"+key.IfName)
+	return filepath.Join(s.dir, pendingDir, networkDirName(key.Network), keyName(key))
 }
 
 // MarkTeardown implements TeardownIndex.
@@ -80,7 +79,7 @@ func (s *DiskStore) ClearTeardown(key Key) error {
 // nothing pending, it costs one failed open; otherwise it reads every
 // marker of the network.
 func (s *DiskStore) PendingTeardown(network string, max int) ([]Pending, error) {
-	dir := filepath.Join(s.dir, pendingDir, network)
+	dir := filepath.Join(s.dir, pendingDir, networkDirName(network))
 	if (Key{Network: network, ContainerID: "x", IfName: "x"}).Validate() != nil {
 		return nil, fmt.Errorf("pending teardown: invalid network name %q", network)
 	}
@@ -93,9 +92,8 @@ func (s *DiskStore) PendingTeardown(network string, max int) ([]Pending, error) 
 	}
 	var found []Pending
 	for _, name := range names {
-		cid, ifname, ok := strings.Cut(name, ":")
-		key := Key{Network: network, ContainerID: cid, IfName: ifname}
-		if !ok || key.Validate() != nil {
+		key, ok := s.keyOfName(networkDirName(network), name)
+		if !ok || key.Network != network {
 			continue
 		}
 		note, bad, ok := s.readNote(s.pendingPath(key))

@@ -15,8 +15,9 @@ import (
 	"github.com/containernetworking/cni/pkg/utils"
 )
 
-// SchemaVersion is the version of the record layout written by this build.
-// Records with a higher version are refused (ErrCorrupt wrapping
+// SchemaVersion is the version of the record layout written by this build,
+// and of a full-snapshot journal entry; a delta entry is schema 2
+// (delta.go). Entries of a schema above 2 are refused (ErrCorrupt wrapping
 // ErrFutureSchema) rather than misread.
 const SchemaVersion = 1
 

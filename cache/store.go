@@ -18,6 +18,8 @@ var (
 	ErrFutureSchema = errors.New("record schema is newer than this catena")
 	// ErrLocked: the attachment's lock could not be taken in time.
 	ErrLocked = errors.New("attachment is locked")
+	// ErrTooLarge: Save refused a record larger than Load accepts.
+	ErrTooLarge = errors.New("record too large")
 )
 
 // Holder says who holds an attachment's lock. It is written into the lock
@@ -66,7 +68,9 @@ type Store interface {
 	// Load returns the record, ErrNotFound, or an error wrapping ErrCorrupt.
 	Load(key Key) (*Record, error)
 	// Save durably replaces the record: when Save returns nil, the record
-	// survives a crash or power loss. It sets Schema and Updated.
+	// survives a crash or power loss. It sets Schema and Updated. It never
+	// writes what Load would refuse: a record too large to load back is
+	// refused with an error wrapping ErrTooLarge, and nothing is written.
 	Save(rec *Record) error
 	// Remove durably deletes the record. Removing a missing record is not
 	// an error.

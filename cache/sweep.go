@@ -35,11 +35,11 @@ func (s *DiskStore) SweepTemps(network string, olderThan time.Time) ([]string, e
 	var removed []string
 	var errs []error
 	for _, name := range names {
-		key, ok := parseTempName(network, name)
-		if !ok {
+		path := filepath.Join(dir, name)
+		key, ok := s.tempKey(filepath.Base(dir), name, path)
+		if !ok || key.Network != network {
 			continue
 		}
-		path := filepath.Join(dir, name)
 		fi, err := lstat(s.fs, path)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
@@ -78,9 +78,11 @@ func (s *DiskStore) sweepTemp(key Key, path string) (bool, error) {
 	return true, nil
 }
 
-// parseTempName turns ".<containerID>:<ifname>.json.tmp" (tempPath of a
-// record) back into its key.
-func parseTempName(network, name string) (Key, bool) {
+// tempKey turns ".<name>.json.tmp" (tempPath of a record) in network dir
+// dir back into its key: from a plain name, or for a hashed one from the
+// temp file itself (a complete entry: it is only renamed once synced; one
+// that does not decode is left alone, as its key is unknown).
+func (s *DiskStore) tempKey(dir, name, path string) (Key, bool) {
 	inner, ok := strings.CutPrefix(name, ".")
 	if !ok {
 		return Key{}, false
@@ -89,5 +91,19 @@ func parseTempName(network, name string) (Key, bool) {
 	if !ok {
 		return Key{}, false
 	}
-	return parseRecordName(network, inner)
+	base, ok := strings.CutSuffix(inner, recordExt)
+	if !ok {
+		return Key{}, false
+	}
+	if key, ok := parseKeyName(dir, base); ok {
+		return key, true
+	}
+	if !isHashedName(base) && !strings.HasPrefix(dir, hashedNetwork) {
+		return Key{}, false
+	}
+	key, err := s.keyInFile(path)
+	if err != nil || !namesKey(key, dir, base) {
+		return Key{}, false
+	}
+	return key, true
 }

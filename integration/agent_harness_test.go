@@ -164,9 +164,9 @@ type agentProc struct {
 	exited chan struct{}
 }
 
-// startRun starts `catena-agent run` and waits until /readyz says ready.
-// Cleanup stops it by PID if the test did not.
-func (n *agentNode) startRun() *agentProc {
+// startRun starts `catena-agent run` with extra flags and waits until
+// /readyz says ready. Cleanup stops it by PID if the test did not.
+func (n *agentNode) startRun(extra ...string) *agentProc {
 	n.t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(n.t, err)
@@ -176,7 +176,7 @@ func (n *agentNode) startRun() *agentProc {
 	logf, err := os.Create(p.log)
 	require.NoError(n.t, err)
 	defer logf.Close()
-	p.cmd = exec.Command(filepath.Join(n.src, "catena-agent"), n.args("run", "--listen-addr", addr, "--resync", "2s")...)
+	p.cmd = exec.Command(filepath.Join(n.src, "catena-agent"), n.args("run", append([]string{"--listen-addr", addr, "--resync", "2s"}, extra...)...)...)
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
 	require.NoError(n.t, p.cmd.Start())
 	go func() { _ = p.cmd.Wait(); close(p.exited) }()

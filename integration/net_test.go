@@ -184,11 +184,34 @@ func readRecord(t *testing.T, path string) map[string]any {
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
 	require.NotEmpty(t, lines)
-	var env struct {
-		Record map[string]any `json:"record"`
+	// Replay the journal: a snapshot's "record" stands alone; a delta's
+	// top-level fields replace the record's and its non-null steps the
+	// record's steps (cache/delta.go).
+	var rec map[string]any
+	for i, line := range lines {
+		var env struct {
+			Schema int            `json:"schema"`
+			Record map[string]any `json:"record"`
+			Delta  map[string]any `json:"delta"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &env), "line %d of %s", i+1, path)
+		if env.Schema == 1 {
+			rec = env.Record
+			continue
+		}
+		require.Equal(t, 2, env.Schema, "line %d of %s", i+1, path)
+		require.NotNil(t, rec, "a delta with no snapshot before it in %s", path)
+		steps, _ := env.Delta["steps"].([]any)
+		prev, _ := rec["steps"].([]any)
+		require.Len(t, steps, len(prev), "line %d of %s", i+1, path)
+		for j, st := range steps {
+			if st == nil {
+				steps[j] = prev[j]
+			}
+		}
+		rec = env.Delta
 	}
-	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &env))
-	return env.Record
+	return rec
 }
 
 var bg = context.Background()

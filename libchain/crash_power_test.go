@@ -121,7 +121,7 @@ func crashAt(t *testing.T, sc crashScenario, k int) crashed {
 	world := newFakeExec()
 	exec := &switchedExec{world: world}
 	eng := &Engine{Store: cache.NewDiskStore(fsys, testCacheDir, cache.NewMemLocker()), Exec: exec}
-	r := req(chainConf(t, "1.1.0", dIPAM, dPort, dTune), "c1")
+	r := req(matrixConf(t), "c1")
 	if sc.prepare != nil {
 		sc.prepare(t, fsys, world, eng, r)
 	}
@@ -206,7 +206,7 @@ func recoverFromCrash(t *testing.T, c crashed, m faultfs.Mode, rc crashRecovery,
 	world := forkWorld(c.world)
 	store := cache.NewDiskStore(fsys, testCacheDir, cache.NewMemLocker())
 	eng := &Engine{Store: store, Exec: world}
-	r := req(chainConf(t, "1.1.0", dIPAM, dPort, dTune), "c1")
+	r := req(matrixConf(t), "c1")
 	assertExplained(t, store, world, r, corrupt, msg)
 	rc.run(t, eng, r, msg)
 	assertClean(t, fsys, eng, world, r, corrupt, msg)
@@ -217,7 +217,7 @@ func recoverFromCrash(t *testing.T, c crashed, m faultfs.Mode, rc crashRecovery,
 // resources that no record on the disk explains.
 func TestCrashTestCatchesALyingDisk(t *testing.T) {
 	sc := crashScenario{name: "add", verb: "ADD", op: addOp, lyingDisk: true}
-	r := req(chainConf(t, "1.1.0", dIPAM, dPort, dTune), "c1")
+	r := req(matrixConf(t), "c1")
 	n := crashAt(t, sc, -1).ops
 	unexplained := map[faultfs.Mode]int{}
 	for k := 0; k <= n; k++ {
@@ -231,4 +231,15 @@ func TestCrashTestCatchesALyingDisk(t *testing.T) {
 	t.Logf("a disk that ignores syncs: crash points leaving a leak no record explains, by mode: %v", unexplained)
 	assert.Zero(t, unexplained[faultfs.ProcessKill], "the kernel keeps what it was told")
 	assert.Positive(t, unexplained[faultfs.PowerLoss])
+}
+
+// matrixConf is the chain of the power-loss and storage-fault matrices. Its
+// fake delegates never hang, so their timeout is generous: the default
+// 200 ms of chainConf also bounds the durable write each delegate's start
+// waits for, which on a loaded machine (CI runs packages in parallel) can
+// take longer under the crash filesystem's bookkeeping.
+func matrixConf(t testing.TB) *NetConf {
+	conf := chainConf(t, "1.1.0", dIPAM, dPort, dTune)
+	conf.DelegateTimeout = 10 * time.Second
+	return conf
 }

@@ -7,7 +7,10 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/spf13/afero"
 	"golang.org/x/sys/unix"
+
+	"github.com/catena-cni/catena/cache"
 )
 
 // The event journal: one JSON line (an Op) per operation, appended to
@@ -32,47 +35,74 @@ type EventJournal struct {
 }
 
 // Append writes op as one line with a single O_APPEND write, so lines of
-// concurrent catena processes never interleave.
+// concurrent catena processes never interleave. The journal is reached like
+// the records (cache.TrustedFs): events/ and the file must be Catena's own
+// and only writable by it, and no symlink is followed.
 func (j *EventJournal) Append(op Op) error {
 	line, err := json.Marshal(op)
 	if err != nil {
 		return fmt.Errorf("event journal: encoding: %w", err)
 	}
 	line = append(line, '\n')
+	fsys := cache.TrustedFs(afero.NewOsFs(), j.CacheDir)
 	path := EventsPath(j.CacheDir)
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	if err := fsys.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("event journal: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	f, err := fsys.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("event journal: %w", err)
 	}
 	defer f.Close()
+	fi, err := checkJournal(f, path)
+	if err != nil {
+		return fmt.Errorf("event journal: %w", err)
+	}
 	if _, err := f.Write(line); err != nil {
 		return fmt.Errorf("event journal: write %s: %w", path, err)
 	}
-	fi, err := f.Stat()
-	if err != nil || fi.Size() < eventsMaxSize {
+	if fi.Size()+int64(len(line)) < eventsMaxSize {
 		return nil
 	}
-	return rotate(f, path)
+	return rotate(fsys, f, path)
 }
 
 // rotate renames a full journal to .1 under an exclusive flock on it, and
 // only if path still names that file, so that two processes racing to rotate
 // rename once. A writer that still holds the old file appends to .1: nothing
 // is lost.
-func rotate(f *os.File, path string) error {
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+func rotate(fsys afero.Fs, f afero.File, path string) error {
+	osf, ok := f.(interface{ Fd() uintptr })
+	if !ok {
+		return nil
+	}
+	fd := int(osf.Fd())
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		return nil // another process is rotating it
 	}
-	defer func() { _ = unix.Flock(int(f.Fd()), unix.LOCK_UN) }()
-	var fdSt, pathSt unix.Stat_t
-	if unix.Fstat(int(f.Fd()), &fdSt) != nil || unix.Lstat(path, &pathSt) != nil || fdSt.Ino != pathSt.Ino {
+	defer func() { _ = unix.Flock(fd, unix.LOCK_UN) }()
+	var fdSt unix.Stat_t
+	if unix.Fstat(fd, &fdSt) != nil {
+		return nil
+	}
+	fi, err := fsys.Stat(path) // never follows a link
+	if err != nil {
+		return nil
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || st.Ino != fdSt.Ino || st.Dev != fdSt.Dev {
 		return nil // already rotated
 	}
-	if err := os.Rename(path, path+".1"); err != nil {
+	if err := fsys.Rename(path, path+".1"); err != nil {
 		return fmt.Errorf("event journal: rotate %s: %w", path, err)
 	}
 	return nil
+}
+
+// checkJournal refuses a journal file that another user could have written.
+func checkJournal(f afero.File, path string) (os.FileInfo, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("stat %s: %w", path, err)
+	}
+	return fi, cache.CheckPrivateFile(path, fi)
 }

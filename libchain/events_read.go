@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/spf13/afero"
+
+	"github.com/catena-cni/catena/cache"
 )
 
 // maxEventLine bounds one line of the event journal that ReadEvents
@@ -30,6 +32,7 @@ const maxEventLine = eventsMaxSize
 // line. Empty lines are ignored. A journal file that is a symlink or not a
 // regular file is an error: it is not Catena's.
 func ReadEvents(fsys afero.Fs, cacheDir string, since time.Time) (ops []Op, skipped int, err error) {
+	fsys = cache.TrustedFs(fsys, cacheDir)
 	path := EventsPath(cacheDir)
 	for _, p := range []string{path + ".1", path} {
 		n, err := readEventFile(fsys, p, func(line []byte) bool {
@@ -81,7 +84,7 @@ func openEventFile(fsys afero.Fs, path string) (afero.File, error) {
 	}
 	f, err := fsys.OpenFile(path, flags, 0)
 	if errors.Is(err, syscall.ELOOP) {
-		return nil, errors.New("is a symlink")
+		return nil, fmt.Errorf("is a symlink: %w", err)
 	}
 	if err != nil {
 		return nil, err
@@ -89,6 +92,9 @@ func openEventFile(fsys afero.Fs, path string) (afero.File, error) {
 	fi, err := f.Stat()
 	if err == nil && !fi.Mode().IsRegular() {
 		err = fmt.Errorf("is not a regular file (%s)", fi.Mode().Type())
+	}
+	if err == nil {
+		err = cache.CheckPrivateFile(path, fi) // another user could have written it
 	}
 	if err != nil {
 		_ = f.Close()

@@ -73,7 +73,7 @@ func runWithFault(t *testing.T, sc crashScenario, ft *faultfs.Fault, tally *faul
 	fsys := faultfs.New(afero.NewMemMapFs())
 	world := newFakeExec()
 	eng := &Engine{Store: cache.NewDiskStore(fsys, testCacheDir, cache.NewMemLocker()), Exec: world}
-	r := req(chainConf(t, "1.1.0", dIPAM, dPort, dTune), "c1")
+	r := req(matrixConf(t), "c1")
 	if sc.prepare != nil {
 		sc.prepare(t, fsys, world, eng, r)
 	}
@@ -174,7 +174,7 @@ func TestDurableWritesPerAdd(t *testing.T) {
 	fsys := faultfs.New(afero.NewOsFs())
 	world := newFakeExec()
 	eng := &Engine{Store: cache.NewDiskStore(fsys, dir, cache.NewFlockLocker(filepath.Join(dir, "locks"))), Exec: world}
-	conf := chainConf(t, "1.1.0", dIPAM, dPort, dTune)
+	conf := matrixConf(t)
 	conf.CacheDir = dir
 	// The first ADD on a fresh cache dir also creates its directories.
 	_, err := eng.Add(t.Context(), req(conf, "c0"))

@@ -42,9 +42,11 @@ cnitool() {
 }
 
 # show_json prints a record file's newest entry: a record is a short journal,
-# one self-checking JSON envelope per line, the newest last.
+# one self-checking JSON envelope per line, the newest last; the first is a
+# full snapshot ("schema":1), later ones are usually deltas ("schema":2)
+# whose "steps" are null where a step did not change.
 show_json() {
-	echo "($(wc -l <"$1") journal entries; the newest:)"
+	echo "($(wc -l <"$1") journal entries, a full snapshot then deltas; the newest:)"
 	if command -v python3 >/dev/null 2>&1; then
 		tail -n 1 "$1" | python3 -m json.tool
 	else

@@ -21,5 +21,6 @@ func main() {
 		stderr:  os.Stderr,
 		fs:      afero.NewOsFs(),
 		selfDir: filepath.Dir(self),
+		getenv:  os.Getenv, // without it no CATENA_AGENT_* variable (the ConfigMap) is read
 	}))
 }

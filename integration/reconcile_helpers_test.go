@@ -1,0 +1,139 @@
+package integration
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/stretchr/testify/require"
+
+	"github.com/catena-cni/catena/libchain"
+)
+
+// reconcileFlags are run's reconciler flags against the node's containerd.
+func (n *agentNode) reconcileFlags(interval, grace time.Duration, extra ...string) []string {
+	return append([]string{"--runtime-endpoint", "unix://" + n.d.sock, "--reconcile-interval", interval.String(),
+		"--grace", grace.String(), "--runtime-timeout", "5s"}, extra...)
+}
+
+// useChain makes the primary [plugins...] (failer available in the bin
+// dir), starts `catena-agent run` with flags and waits until containerd
+// loads the generated conflist.
+func (n *agentNode) useChain(flags []string, plugins ...string) *agentProc {
+	n.t.Helper()
+	require.NoError(n.t, os.Symlink(filepath.Join(cniPath, "failer"), filepath.Join(n.binDir, "failer")))
+	n.writePrimary(fmt.Sprintf(`{"cniVersion":%q,"name":%q,"plugins":[%s]}`, n.v.cniVersion(), n.net, strings.Join(plugins, ",")))
+	p := n.startRun(flags...)
+	n.waitLoaded(true)
+	return p
+}
+
+// scrape reads the agent's /metrics.
+func (p *agentProc) scrape() map[string]*dto.MetricFamily {
+	p.t.Helper()
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get("http://" + p.addr + "/metrics")
+	require.NoError(p.t, err)
+	defer resp.Body.Close()
+	require.Equal(p.t, http.StatusOK, resp.StatusCode)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	require.NoError(p.t, err)
+	return fams
+}
+
+// metric is the sum of name's samples whose labels include every
+// "key=value" of labels (0 when there is none).
+func (p *agentProc) metric(name string, labels ...string) float64 {
+	p.t.Helper()
+	return sampleSum(p.scrape(), name, labels...)
+}
+
+func sampleSum(fams map[string]*dto.MetricFamily, name string, labels ...string) float64 {
+	fam, ok := fams[name]
+	if !ok {
+		return 0
+	}
+	sum := 0.0
+	for _, m := range fam.GetMetric() {
+		have := map[string]string{}
+		for _, l := range m.GetLabel() {
+			have[l.GetName()] = l.GetValue()
+		}
+		match := true
+		for _, kv := range labels {
+			k, v, _ := strings.Cut(kv, "=")
+			match = match && have[k] == v
+		}
+		if !match {
+			continue
+		}
+		switch {
+		case m.GetCounter() != nil:
+			sum += m.GetCounter().GetValue()
+		case m.GetGauge() != nil:
+			sum += m.GetGauge().GetValue()
+		}
+	}
+	return sum
+}
+
+// waitFor polls cond every 50ms until it holds or timeout passes, and
+// returns how long that took; on timeout the test fails with cond's last
+// explanation and the agent's log.
+func (p *agentProc) waitFor(what string, timeout time.Duration, cond func() (bool, string)) time.Duration {
+	p.t.Helper()
+	start := time.Now()
+	for {
+		ok, why := cond()
+		if ok {
+			return time.Since(start)
+		}
+		if time.Since(start) > timeout {
+			p.t.Fatalf("not %s after %s: %s\n%s", what, timeout, why, p.logText())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// opsOf are the operations of the given verbs in the node's journal.
+func (n *agentNode) opsOf(verbs ...string) []libchain.Op {
+	n.t.Helper()
+	var out []libchain.Op
+	for _, op := range catenaOps(n.t, n.w.cacheDir) {
+		for _, v := range verbs {
+			if op.Verb == v {
+				out = append(out, op)
+			}
+		}
+	}
+	return out
+}
+
+// markPath is where the reconciler marks id's attachment.
+func (n *agentNode) markPath(id string) string {
+	return filepath.Join(n.w.cacheDir, "reconcile", n.net, id+":eth0.json")
+}
+
+// recordPath is id's record.
+func (n *agentNode) recordPath(id string) string {
+	return filepath.Join(n.w.cacheDir, "records", n.net, id+":eth0.json")
+}
+
+// exists reports whether path exists, failing on any other error.
+func exists(t *testing.T, path string) bool {
+	t.Helper()
+	_, err := os.Lstat(path)
+	if os.IsNotExist(err) {
+		return false
+	}
+	require.NoError(t, err)
+	return true
+}

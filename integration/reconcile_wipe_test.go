@@ -1,0 +1,194 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// sandboxPID is the sandbox's pause process, from its verbose status.
+func (d *containerd) sandboxPID(id string) int {
+	d.t.Helper()
+	st, err := d.rt.PodSandboxStatus(bg, &cri.PodSandboxStatusRequest{PodSandboxId: id, Verbose: true})
+	require.NoError(d.t, err)
+	var info struct {
+		PID int `json:"pid"`
+	}
+	require.NoError(d.t, json.Unmarshal([]byte(st.GetInfo()["info"]), &info))
+	require.Greater(d.t, info.PID, 1, "sandbox %s's pause PID", id)
+	return info.PID
+}
+
+// killPause kills pid by PID if it is still a pause process.
+func killPause(pid int) {
+	comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	if err == nil && strings.TrimSpace(string(comm)) == "pause" {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// crash kills the containerd process by PID and nothing else: its shims
+// and sandboxes live on, as when systemd stops containerd.
+func (d *containerd) crash() {
+	d.t.Helper()
+	require.NoError(d.t, d.cmd.Process.Kill())
+	<-d.exited
+}
+
+// wipeRootAndState deletes containerd's root and state: every mount under
+// them is detached, except the sandboxes' network namespaces (nsfs), which
+// cannot be deleted while they live, as they survive a wipe of
+// /var/lib/containerd and /run/containerd on a node (they are under
+// /var/run/netns there). It returns the network namespaces kept.
+func (d *containerd) wipeRootAndState() []string {
+	d.t.Helper()
+	raw, err := os.ReadFile("/proc/self/mountinfo")
+	require.NoError(d.t, err)
+	keep := map[string]bool{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		f := strings.Fields(line)
+		sep := -1
+		for i, x := range f {
+			if x == "-" {
+				sep = i
+				break
+			}
+		}
+		if sep < 0 || sep+1 >= len(f) || !strings.HasPrefix(f[4], d.dir+"/") {
+			continue
+		}
+		if f[sep+1] == "nsfs" {
+			keep[f[4]] = true
+			continue
+		}
+		if err := syscall.Unmount(f[4], syscall.MNT_DETACH); err != nil {
+			d.t.Logf("wipe: unmount %s: %v", f[4], err)
+		}
+	}
+	for _, sub := range []string{"root", "state"} {
+		_ = os.RemoveAll(filepath.Join(d.dir, sub)) // fails on the kept netns only: checked below
+	}
+	var kept []string
+	for _, sub := range []string{"root", "state"} {
+		err := filepath.WalkDir(filepath.Join(d.dir, sub), func(path string, e fs.DirEntry, err error) error {
+			if os.IsNotExist(err) {
+				return nil
+			}
+			require.NoError(d.t, err)
+			if !e.IsDir() {
+				require.True(d.t, keep[path], "wipe left %s, which is not a netns", path)
+				kept = append(kept, path)
+			}
+			return nil
+		})
+		require.NoError(d.t, err)
+	}
+	return kept
+}
+
+// restart starts containerd again on the same config and dirs, appending
+// to its log, and waits until its CRI API answers.
+func (d *containerd) restart() {
+	d.t.Helper()
+	logf, err := os.OpenFile(d.logPath, os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(d.t, err)
+	defer logf.Close()
+	d.cmd = exec.Command(d.version.bin, "--config", filepath.Join(d.dir, "config.toml"), "--log-level", "info")
+	d.cmd.Stdout, d.cmd.Stderr = logf, logf
+	d.cmd.Env = append(os.Environ(), "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+	d.exited = make(chan struct{})
+	require.NoError(d.t, d.cmd.Start(), "restarting containerd %s", d.version.name)
+	go func(cmd *exec.Cmd, exited chan struct{}) { _ = cmd.Wait(); close(exited) }(d.cmd, d.exited)
+	d.waitReady()
+}
+
+// TestReconcileRuntimeStateWiped: 3 sandboxes run through Catena (each with
+// a hostPort); containerd is killed, its root and state deleted, and it is
+// restarted knowing no sandbox, while `catena-agent run` reconciles every
+// 500 ms with a 2 s grace. During the outage nothing is reclaimed; after
+// the restart every attachment of the lost sandboxes (IP, veth, DNAT rule,
+// record) is reclaimed within grace + 2 intervals (plus the teardowns'
+// own time), each exactly once.
+func TestReconcileRuntimeStateWiped(t *testing.T) {
+	const (
+		sandboxes = 3
+		interval  = 500 * time.Millisecond
+		grace     = 2 * time.Second
+	)
+	onBothContainerds(t, func(t *testing.T, n *agentNode) {
+		p := n.useChain(n.reconcileFlags(interval, grace), n.w.bridgeDelegate(), portmapDelegate)
+		var ids []string
+		for range sandboxes {
+			id, err := n.d.runPod(n.d.podConfig("wiped", hostPort()))
+			require.NoError(t, err, n.d.logTail())
+			ids = append(ids, id)
+			pid := n.d.sandboxPID(id)
+			t.Cleanup(func() { killPause(pid) })
+		}
+		created := time.Now()
+		require.Len(t, n.w.ipamFiles(n.net), sandboxes)
+		require.Len(t, n.w.hostVeths(), sandboxes)
+		for _, id := range ids {
+			require.Positive(t, iptablesMentions(t, id))
+		}
+
+		n.d.crash()
+		netns := n.d.wipeRootAndState()
+		require.Len(t, netns, sandboxes, "the sandboxes' netns outlive the wipe")
+		// the outage lasts 2 intervals, and the records are older than
+		// the grace when the runtime comes back
+		time.Sleep(max(2*interval, grace-time.Since(created)))
+		runtimeErrors := p.metric("catena_reconcile_runtime_errors_total")
+		keptRuntime := p.metric("catena_reconcile_kept_total", "cause=runtime")
+		require.Len(t, n.w.records(n.net), sandboxes, "nothing reclaimed while the runtime is down")
+		assert.Positive(t, runtimeErrors, "passes met the runtime down")
+		assert.Positive(t, keptRuntime, "and kept the records because of it")
+
+		n.d.restart()
+		assert.Empty(t, n.d.pods(), "the restarted containerd knows no sandbox")
+		took := p.waitFor("reclaimed", 30*time.Second, func() (bool, string) {
+			left := len(n.w.records(n.net))
+			return left == 0, fmt.Sprintf("%d records left", left)
+		})
+		// the pass that reclaimed reports when it ends
+		p.waitFor("the reclaims counted", 10*time.Second, func() (bool, string) {
+			return p.metric("catena_reconcile_reclaimed_total") >= sandboxes, "not all counted yet"
+		})
+		reclaims := n.opsOf("RECLAIM")
+		var teardown time.Duration
+		for _, op := range reclaims {
+			assert.Equal(t, "ok", op.Outcome, "%+v", op)
+			teardown += op.Duration
+		}
+		require.Len(t, reclaims, sandboxes, "one reclaim per lost attachment")
+		bound := grace + 2*interval + teardown + 500*time.Millisecond // 500 ms: CRI calls, record reads, the 50 ms poll
+		assert.LessOrEqual(t, took, bound, "reclaimed within grace + 2 intervals (+ the teardowns' %s)", teardown)
+		ips, veths := len(n.w.ipamFiles(n.net)), len(n.w.hostVeths())
+		rules := 0
+		for _, id := range ids {
+			rules += iptablesMentions(t, id)
+		}
+		assert.Zero(t, ips, "IPs released")
+		assert.Zero(t, veths, "veths deleted (their netns still live)")
+		assert.Zero(t, rules, "DNAT rules deleted")
+		marked, reclaimed := p.metric("catena_reconcile_marked_total"), p.metric("catena_reconcile_reclaimed_total")
+		assert.Equal(t, float64(sandboxes), marked)
+		assert.Equal(t, float64(sandboxes), reclaimed)
+		assert.Empty(t, n.opsOf("RETRY", "ABANDON"))
+		fmt.Printf("reconcile wiped runtime, containerd %s: %d sandboxes lost (%d netns outlive the wipe); outage: %.0f passes with runtime errors, %.0f records kept, 0 reclaimed; "+
+			"after the restart: %.0f marked, %.0f reclaimed (%d RECLAIM ops, %s of teardown) in %s (bound %s = grace %s + 2 x %s + teardown + 500ms); left: %d IPs, %d veths, %d DNAT rules, %d records\n",
+			n.v.name, sandboxes, len(netns), runtimeErrors, keptRuntime, marked, reclaimed, len(reclaims), teardown.Round(time.Millisecond),
+			took.Round(time.Millisecond), bound.Round(time.Millisecond), grace, interval, ips, veths, rules, len(n.w.records(n.net)))
+	})
+}
