@@ -32,7 +32,7 @@ func (s nodeState) String() string {
 // state observes the node now.
 func (n *k8sNode) state(t *testing.T) nodeState {
 	t.Helper()
-	s := nodeState{IPs: n.w.ipamFiles(n.net), Veths: len(n.w.hostVeths())}
+	s := nodeState{IPs: n.w.ipamFiles(n.net), Veths: len(bridgePorts(t, n.w.bridge))}
 	recs, err := filepath.Glob(filepath.Join(n.cacheDir(), "records", n.net, "*.json"))
 	require.NoError(t, err)
 	for _, r := range recs {
