@@ -3,9 +3,8 @@ package libchain
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
-	"syscall"
+
+	"github.com/spf13/afero"
 )
 
 // maxConfSize bounds what LoadConfFile reads.
@@ -16,17 +15,9 @@ const maxConfSize = 1 << 20
 // catena, or a conflist (.conflist) with a catena entry, which inherits the
 // list's name and cniVersion as a runtime would pass them.
 func LoadConfFile(path string) (*NetConf, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	data, err := ReadSmallFile(afero.NewOsFs(), path, maxConfSize, true)
 	if err != nil {
-		return nil, fmt.Errorf("open network config: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxConfSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	if len(data) > maxConfSize {
-		return nil, fmt.Errorf("read %s: larger than %d bytes", path, maxConfSize)
+		return nil, fmt.Errorf("read network config: %w", err)
 	}
 	conf, err := CatenaConf(data)
 	if err != nil {

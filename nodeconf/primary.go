@@ -11,12 +11,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
 	"strings"
 
 	"github.com/containernetworking/cni/libcni"
 	"github.com/spf13/afero"
+
+	"github.com/catena-cni/catena/libchain"
 )
 
 // maxConfSize bounds what is read of a network config file.
@@ -104,26 +105,8 @@ func ParsePrimary(name string, data []byte) (*Primary, error) {
 	return p, nil
 }
 
-// readRegular reads a regular file of at most limit bytes.
+// readRegular reads a regular file of at most limit bytes, following a
+// symlink as the runtime does, never blocking on a FIFO.
 func readRegular(fsys afero.Fs, path string, limit int64) ([]byte, error) {
-	f, err := fsys.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)
-	}
-	return data, nil
+	return libchain.ReadSmallFile(fsys, path, limit, false)
 }

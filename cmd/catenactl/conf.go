@@ -2,14 +2,13 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"slices"
-	"syscall"
 
 	"github.com/containernetworking/cni/libcni"
+	"github.com/spf13/afero"
+
+	"github.com/catena-cni/catena/libchain"
 )
 
 // maxFileSize bounds what catenactl reads of a config or valid-list file.
@@ -57,26 +56,7 @@ func hasCatenaEntry(data []byte) bool {
 }
 
 // readSmallFile reads a regular file of at most maxFileSize bytes, without
-// following a final symlink.
+// following a final symlink or blocking on a FIFO.
 func readSmallFile(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	if len(data) > maxFileSize {
-		return nil, errors.New(path + " is larger than 1 MiB")
-	}
-	return data, nil
+	return libchain.ReadSmallFile(afero.NewOsFs(), path, maxFileSize, true)
 }

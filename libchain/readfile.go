@@ -1,0 +1,45 @@
+package libchain
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+
+	"github.com/spf13/afero"
+)
+
+// ReadSmallFile reads the regular file at path, at most limit bytes, for the
+// config and list files that catena, catenactl and catena-agent read. On
+// the real filesystem the open never blocks on a FIFO swapped in
+// (O_NONBLOCK) and, with noFollow, never follows a final symlink
+// (O_NOFOLLOW); other filesystems get a plain read-only open.
+func ReadSmallFile(fsys afero.Fs, path string, limit int64, noFollow bool) ([]byte, error) {
+	flags := os.O_RDONLY
+	if _, ok := fsys.(*afero.OsFs); ok {
+		flags |= syscall.O_CLOEXEC | syscall.O_NONBLOCK
+		if noFollow {
+			flags |= syscall.O_NOFOLLOW
+		}
+	}
+	f, err := fsys.OpenFile(path, flags, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)
+	}
+	return data, nil
+}
