@@ -117,8 +117,13 @@ func TestHashedNamesAreChecked(t *testing.T) {
 // written; one that fits, appended to a journal that it would take past
 // the limit, compacts it instead, so that it loads back.
 func TestSaveNeverWritesWhatLoadRefuses(t *testing.T) {
+	// Save stamps Updated with the time now, whose RFC 3339 fraction is
+	// 0 to 9 digits long (trailing zeros are dropped): sized encodes with a
+	// full 9-digit fraction, so what Save writes is n minus up to 10 bytes,
+	// and "over" must be over by more than that.
 	sized := func(key Key, n int) *Record {
 		rec := sampleRecord(key)
+		rec.Updated = time.Date(2026, 11, 23, 10, 0, 0, 123456789, time.UTC)
 		rec.AddError = ""
 		base := len(mustEncode(t, rec)) + len(`,"addError":""`)
 		rec.AddError = strings.Repeat("x", n-base)
@@ -131,7 +136,7 @@ func TestSaveNeverWritesWhatLoadRefuses(t *testing.T) {
 		wantErr error
 	}{
 		{"exactly the limit", maxRecordSize, nil},
-		{"one byte over", maxRecordSize + 1, ErrTooLarge},
+		{"just over, whatever the time's width", maxRecordSize + 11, ErrTooLarge},
 		{"twice the limit", 2 * maxRecordSize, ErrTooLarge},
 	}
 	for _, tt := range tests {
