@@ -32,10 +32,9 @@ const maxEventLine = eventsMaxSize
 // line. Empty lines are ignored. A journal file that is a symlink or not a
 // regular file is an error: it is not Catena's.
 func ReadEvents(fsys afero.Fs, cacheDir string, since time.Time) (ops []Op, skipped int, err error) {
-	fsys = cache.TrustedFs(fsys, cacheDir)
 	path := EventsPath(cacheDir)
 	for _, p := range []string{path + ".1", path} {
-		n, err := readEventFile(fsys, p, func(line []byte) bool {
+		n, err := readEventFile(fsys, cacheDir, p, func(line []byte) bool {
 			var op Op
 			if json.Unmarshal(line, &op) != nil {
 				return false
@@ -56,8 +55,8 @@ func ReadEvents(fsys afero.Fs, cacheDir string, since time.Time) (ops []Op, skip
 // readEventFile calls use with each non-empty line of the file at path, up
 // to maxEventLine bytes and without its newline, and returns how many lines
 // were too long or that use refused. A missing file has no lines.
-func readEventFile(fsys afero.Fs, path string, use func(line []byte) bool) (int, error) {
-	f, err := openEventFile(fsys, path)
+func readEventFile(fsys afero.Fs, cacheDir, path string, use func(line []byte) bool) (int, error) {
+	f, _, err := OpenEventFile(fsys, cacheDir, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
 	}
@@ -74,20 +73,18 @@ func readEventFile(fsys afero.Fs, path string, use func(line []byte) bool) (int,
 	return skipped, err
 }
 
-// openEventFile opens a journal file for reading without following a
-// symlink (O_NOFOLLOW, and O_NONBLOCK so that a FIFO does not block the
-// open, on the real filesystem) and refuses anything but a regular file.
-func openEventFile(fsys afero.Fs, path string) (afero.File, error) {
-	flags := os.O_RDONLY
-	if _, ok := fsys.(*afero.OsFs); ok {
-		flags |= syscall.O_NOFOLLOW | syscall.O_NONBLOCK | syscall.O_CLOEXEC
-	}
-	f, err := fsys.OpenFile(path, flags, 0)
+// OpenEventFile opens a file of cacheDir's event journal for reading, as
+// ReadEvents and the agent's metrics tail do: through the cache's trusted
+// walk (cache.TrustedFs: no symlink followed, a FIFO never blocks the open),
+// refusing anything but a regular file of Catena's own that no other user
+// could have written. It also returns the file's info.
+func OpenEventFile(fsys afero.Fs, cacheDir, path string) (afero.File, os.FileInfo, error) {
+	f, err := cache.TrustedFs(fsys, cacheDir).Open(path)
 	if errors.Is(err, syscall.ELOOP) {
-		return nil, fmt.Errorf("is a symlink: %w", err)
+		return nil, nil, fmt.Errorf("is a symlink: %w", err)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	fi, err := f.Stat()
 	if err == nil && !fi.Mode().IsRegular() {
@@ -98,9 +95,9 @@ func openEventFile(fsys afero.Fs, path string) (afero.File, error) {
 	}
 	if err != nil {
 		_ = f.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	return f, nil
+	return f, fi, nil
 }
 
 // readLines calls fn with each non-empty line of r, without its newline. A

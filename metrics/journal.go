@@ -7,9 +7,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"sync"
 	"syscall"
+
+	"github.com/spf13/afero"
 
 	"github.com/catena-cni/catena/libchain"
 )
@@ -26,8 +27,9 @@ const maxLine = 64 << 10
 // middle file's lines. Any line that is not an operation is skipped and
 // counted.
 type JournalTail struct {
-	Path    string // <cacheDir>/events/events.jsonl
-	Metrics *Metrics
+	CacheDir string
+	Path     string // <cacheDir>/events/events.jsonl
+	Metrics  *Metrics
 
 	mu  sync.Mutex
 	ino uint64
@@ -37,14 +39,14 @@ type JournalTail struct {
 // NewJournalTail tails the journal of cacheDir from its beginning (the
 // rotated file first).
 func NewJournalTail(cacheDir string, m *Metrics) *JournalTail {
-	return &JournalTail{Path: libchain.EventsPath(cacheDir), Metrics: m}
+	return &JournalTail{CacheDir: cacheDir, Path: libchain.EventsPath(cacheDir), Metrics: m}
 }
 
 // Poll reads what was appended since the last call.
 func (j *JournalTail) Poll() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	cur, st, err := openJournal(j.Path)
+	cur, st, err := j.openJournal(j.Path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return j.drainRotated(j.ino == 0)
 	}
@@ -71,7 +73,7 @@ func (j *JournalTail) Poll() error {
 // on the first poll, else only if .1 is the file last read. It then counts
 // as the file last read, so a repeated call reads only what is new.
 func (j *JournalTail) drainRotated(first bool) error {
-	old, st, err := openJournal(j.Path + ".1")
+	old, st, err := j.openJournal(j.Path + ".1")
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -95,22 +97,18 @@ type fileInfo struct {
 	size int64
 }
 
-// openJournal opens a journal file, never through a symlink, and returns
-// its inode and size; a missing file is fs.ErrNotExist.
-func openJournal(path string) (*os.File, fileInfo, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+// openJournal opens a journal file as libchain's reader does (trusted walk,
+// no symlink, regular file of Catena's own) and returns its inode and size;
+// a missing file is fs.ErrNotExist.
+func (j *JournalTail) openJournal(path string) (afero.File, fileInfo, error) {
+	f, fi, err := libchain.OpenEventFile(afero.NewOsFs(), j.CacheDir, path)
 	if err != nil {
-		return nil, fileInfo{}, fmt.Errorf("event journal: %w", err)
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		_ = f.Close()
-		return nil, fileInfo{}, fmt.Errorf("event journal: %w", err)
+		return nil, fileInfo{}, fmt.Errorf("event journal %s: %w", path, err)
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok || !fi.Mode().IsRegular() {
+	if !ok {
 		_ = f.Close()
-		return nil, fileInfo{}, fmt.Errorf("event journal: %s is not a regular file", path)
+		return nil, fileInfo{}, fmt.Errorf("event journal: %s has no inode", path)
 	}
 	return f, fileInfo{ino: st.Ino, size: fi.Size()}, nil
 }
@@ -118,7 +116,7 @@ func openJournal(path string) (*os.File, fileInfo, error) {
 // read consumes the complete lines of f from off and returns how many
 // bytes they took: a line still being written (no newline yet) is left
 // for the next poll.
-func (j *JournalTail) read(f *os.File, off int64) (int64, error) {
+func (j *JournalTail) read(f afero.File, off int64) (int64, error) {
 	if _, err := f.Seek(off, io.SeekStart); err != nil {
 		return 0, fmt.Errorf("event journal: %w", err)
 	}
