@@ -4,16 +4,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/containernetworking/cni/libcni"
 	"github.com/spf13/afero"
+
+	"github.com/catena-cni/catena/libchain"
 )
 
 // maxEntrySize bounds what is read of one cache file. Real entries hold a
@@ -116,29 +116,9 @@ func readEntry(fsys afero.Fs, path string, c candidate, network string) (*entry,
 	return e, nil
 }
 
-// readBounded reads at most maxEntrySize bytes of path without following a
-// symlink swapped in after the listing.
+// readBounded reads at most maxEntrySize bytes of the regular file at path
+// without following a symlink swapped in after the listing or blocking on a
+// FIFO.
 func readBounded(fsys afero.Fs, path string) ([]byte, error) {
-	f, err := openNoFollow(fsys, path)
-	if err != nil {
-		return nil, fmt.Errorf("open: %w", err)
-	}
-	defer func() { _ = f.Close() }()
-	data, err := io.ReadAll(io.LimitReader(f, maxEntrySize+1))
-	if err != nil {
-		return nil, fmt.Errorf("read: %w", err)
-	}
-	if len(data) > maxEntrySize {
-		return nil, fmt.Errorf("too large (more than %d bytes)", maxEntrySize)
-	}
-	return data, nil
-}
-
-// openNoFollow adds O_NOFOLLOW and O_NONBLOCK (a FIFO swapped in does not
-// block) on the real filesystem; MemMapFs takes only O_RDONLY for reading.
-func openNoFollow(fsys afero.Fs, path string) (afero.File, error) {
-	if _, ok := fsys.(*afero.OsFs); ok {
-		return fsys.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	}
-	return fsys.Open(path)
+	return libchain.ReadSmallFile(fsys, path, maxEntrySize, true)
 }
