@@ -84,7 +84,7 @@ func writeFileDurableInfo(fsys afero.Fs, path string, data []byte) (fi os.FileIn
 		return nil, fmt.Errorf("rename %s to %s: %w", tmp, path, err)
 	}
 	renamed = true
-	if err = syncDir(fsys, dir); err != nil {
+	if err = SyncDir(fsys, dir); err != nil {
 		return nil, fmt.Errorf("replace %s: %w", path, err)
 	}
 	return fi, nil
@@ -126,7 +126,7 @@ func removeDurable(fsys afero.Fs, path string) error {
 	if err := fsys.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove %s: %w", path, err)
 	}
-	err := syncDir(fsys, filepath.Dir(path))
+	err := SyncDir(fsys, filepath.Dir(path))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove %s: %w", path, err)
 	}
@@ -139,11 +139,11 @@ func renameDurable(fsys afero.Fs, oldpath, newpath string) error {
 	if err := fsys.Rename(oldpath, newpath); err != nil {
 		return fmt.Errorf("rename %s to %s: %w", oldpath, newpath, err)
 	}
-	if err := syncDir(fsys, filepath.Dir(newpath)); err != nil {
+	if err := SyncDir(fsys, filepath.Dir(newpath)); err != nil {
 		return fmt.Errorf("rename %s to %s: %w", oldpath, newpath, err)
 	}
 	if filepath.Dir(oldpath) != filepath.Dir(newpath) {
-		if err := syncDir(fsys, filepath.Dir(oldpath)); err != nil {
+		if err := SyncDir(fsys, filepath.Dir(oldpath)); err != nil {
 			return fmt.Errorf("rename %s to %s: %w", oldpath, newpath, err)
 		}
 	}
@@ -179,15 +179,15 @@ func mkdirAllDurable(fsys afero.Fs, path string, perm os.FileMode) error {
 			return fmt.Errorf("mkdir %s: %w", path, err)
 		}
 	}
-	if err := syncDir(fsys, parent); err != nil {
+	if err := SyncDir(fsys, parent); err != nil {
 		return fmt.Errorf("mkdir %s: %w", path, err)
 	}
 	return nil
 }
 
-// syncDir fsyncs a directory, making the entries created, renamed or removed
-// in it durable.
-func syncDir(fsys afero.Fs, dir string) error {
+// SyncDir fsyncs a directory so that a create, rename or unlink in it is
+// durable (also used by nodeconf for the CNI conf and bin dirs).
+func SyncDir(fsys afero.Fs, dir string) error {
 	d, err := fsys.Open(dir)
 	if err != nil {
 		return fmt.Errorf("open dir %s: %w", dir, err)

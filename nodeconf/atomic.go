@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/afero"
+
+	"github.com/catena-cni/catena/cache"
 )
 
 // WriteFileAtomic makes path hold data with mode perm, only if it does not
@@ -44,7 +46,7 @@ func WriteFileAtomic(fsys afero.Fs, path string, data []byte, perm os.FileMode) 
 		_ = fsys.Remove(tmp) // best effort, as above
 		return false, fmt.Errorf("rename %s to %s: %w", tmp, path, err)
 	}
-	if err := syncDir(fsys, filepath.Clean(dir)); err != nil {
+	if err := cache.SyncDir(fsys, filepath.Clean(dir)); err != nil {
 		return true, err
 	}
 	return true, nil
@@ -100,22 +102,6 @@ func sameContent(fsys afero.Fs, path string, data []byte, perm os.FileMode) (boo
 	return bytes.Equal(got, data), nil
 }
 
-// syncDir fsyncs a directory so that a rename or unlink in it is durable.
-func syncDir(fsys afero.Fs, dir string) error {
-	d, err := fsys.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open dir %s: %w", dir, err)
-	}
-	if err := d.Sync(); err != nil {
-		_ = d.Close() // the sync error is the one to report
-		return fmt.Errorf("fsync dir %s: %w", dir, err)
-	}
-	if err := d.Close(); err != nil {
-		return fmt.Errorf("close dir %s: %w", dir, err)
-	}
-	return nil
-}
-
 // RemoveDurable removes path and fsyncs its directory. A missing path is
 // not an error.
 func RemoveDurable(fsys afero.Fs, path string) (bool, error) {
@@ -126,5 +112,5 @@ func RemoveDurable(fsys afero.Fs, path string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("remove %s: %w", path, err)
 	}
-	return true, syncDir(fsys, filepath.Dir(path))
+	return true, cache.SyncDir(fsys, filepath.Dir(path))
 }
