@@ -4,6 +4,8 @@
 #
 #   bin/catena-image.tar   the archive, tagged localhost/catena:<version>
 #   bin/catena-image.ref   that reference, one line
+#   bin/image-rootfs/      iptables for the agent's delegates, staged from
+#                          this host by scripts/image-rootfs.sh
 #
 # Run as root after `make build`. buildah's storage is private (--root and
 # --runroot under bin/buildah/, vfs driver); buildah also writes its blob-info
@@ -51,6 +53,9 @@ if [[ -n "${IMAGE_BIN_DIR:-}" ]]; then
 		cp "${bins}/${b}" "${context}/bin/${b}"
 	done
 fi
+# The rest of the image's files (iptables for the delegates the agent runs),
+# staged from this host into the context's bin/image-rootfs.
+bash "${repo}/scripts/image-rootfs.sh" "${context}/bin/image-rootfs"
 # An explicit policy, so that nothing depends on /etc/containers/policy.json.
 printf '{"default":[{"type":"insecureAcceptAnything"}]}\n' >"${work}/policy.json"
 rm -f "${archive}.tmp"
