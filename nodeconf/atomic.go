@@ -24,7 +24,14 @@ import (
 // reader sees the old content or the new, never a partial file; a running
 // executable keeps its inode.
 func WriteFileAtomic(fsys afero.Fs, path string, data []byte, perm os.FileMode) (bool, error) {
-	same, err := sameContent(fsys, path, data, perm)
+	return replaceAtomic(fsys, path, bytes.NewReader(data), int64(len(data)), perm)
+}
+
+// replaceAtomic is WriteFileAtomic of the size bytes of src, which it reads
+// in chunks (once to compare, once to copy): a binary of tens of MB is
+// never held in memory whole.
+func replaceAtomic(fsys afero.Fs, path string, src io.ReaderAt, size int64, perm os.FileMode) (bool, error) {
+	same, err := sameContent(fsys, path, io.NewSectionReader(src, 0, size), size, perm)
 	if err != nil {
 		return false, err
 	}
@@ -38,7 +45,7 @@ func WriteFileAtomic(fsys afero.Fs, path string, data []byte, perm os.FileMode) 
 	}
 	// The temp name has no config extension, so no runtime ever loads it.
 	tmp := filepath.Join(dir, "."+base+"."+hex.EncodeToString(b[:])+".tmp")
-	if err := writeSynced(fsys, tmp, data, perm); err != nil {
+	if err := writeSynced(fsys, tmp, io.NewSectionReader(src, 0, size), size, perm); err != nil {
 		_ = fsys.Remove(tmp) // best effort: the write's error is the one to report
 		return false, err
 	}
@@ -52,13 +59,18 @@ func WriteFileAtomic(fsys afero.Fs, path string, data []byte, perm os.FileMode) 
 	return true, nil
 }
 
-// writeSynced creates tmp exclusively, writes data, fsyncs and closes it.
-func writeSynced(fsys afero.Fs, tmp string, data []byte, perm os.FileMode) error {
+// writeSynced creates tmp exclusively, copies the size bytes of src into
+// it, fsyncs and closes it.
+func writeSynced(fsys afero.Fs, tmp string, src io.Reader, size int64, perm os.FileMode) error {
 	f, err := fsys.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, perm)
 	if err != nil {
 		return fmt.Errorf("create %s: %w", tmp, err)
 	}
-	if _, err := f.Write(data); err != nil {
+	n, err := io.Copy(f, src)
+	if err == nil && n != size {
+		err = fmt.Errorf("%d bytes of %d: the source changed meanwhile", n, size)
+	}
+	if err != nil {
 		_ = f.Close() // the write error is the one to report
 		return fmt.Errorf("write %s: %w", tmp, err)
 	}
@@ -77,9 +89,13 @@ func writeSynced(fsys afero.Fs, tmp string, data []byte, perm os.FileMode) error
 	return nil
 }
 
-// sameContent reports whether path is a regular file holding exactly data
-// with mode perm. A missing file is not an error.
-func sameContent(fsys afero.Fs, path string, data []byte, perm os.FileMode) (bool, error) {
+// compareChunk is how much of each file sameContent reads at a time.
+const compareChunk = 32 << 10
+
+// sameContent reports whether path is a regular file with mode perm holding
+// exactly the size bytes of want, compared chunk by chunk. A missing file
+// is not an error.
+func sameContent(fsys afero.Fs, path string, want io.Reader, size int64, perm os.FileMode) (bool, error) {
 	fi, err := fsys.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
@@ -87,7 +103,7 @@ func sameContent(fsys afero.Fs, path string, data []byte, perm os.FileMode) (boo
 	if err != nil {
 		return false, fmt.Errorf("stat %s: %w", path, err)
 	}
-	if !fi.Mode().IsRegular() || fi.Size() != int64(len(data)) || fi.Mode().Perm() != perm {
+	if !fi.Mode().IsRegular() || fi.Size() != size || fi.Mode().Perm() != perm {
 		return false, nil
 	}
 	f, err := fsys.Open(path)
@@ -95,11 +111,32 @@ func sameContent(fsys afero.Fs, path string, data []byte, perm os.FileMode) (boo
 		return false, fmt.Errorf("open %s: %w", path, err)
 	}
 	defer f.Close()
-	got, err := io.ReadAll(io.LimitReader(f, int64(len(data))+1))
-	if err != nil {
+	got, exp := make([]byte, compareChunk), make([]byte, compareChunk)
+	for left := size; left > 0; {
+		n := int(min(left, compareChunk))
+		if _, err := io.ReadFull(want, exp[:n]); err != nil {
+			return false, fmt.Errorf("read the content for %s: %w", path, err)
+		}
+		if _, err := io.ReadFull(f, got[:n]); err != nil {
+			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+				return false, nil // shrunk meanwhile: not the same
+			}
+			return false, fmt.Errorf("read %s: %w", path, err)
+		}
+		if !bytes.Equal(got[:n], exp[:n]) {
+			return false, nil
+		}
+		left -= int64(n)
+	}
+	// nothing past size: it did not grow meanwhile
+	n, err := f.Read(got[:1])
+	if n > 0 {
+		return false, nil
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
 		return false, fmt.Errorf("read %s: %w", path, err)
 	}
-	return bytes.Equal(got, data), nil
+	return true, nil
 }
 
 // RemoveDurable removes path and fsyncs its directory. A missing path is

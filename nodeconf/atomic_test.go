@@ -1,8 +1,10 @@
 package nodeconf
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/spf13/afero"
@@ -117,4 +119,55 @@ func TestUninstall(t *testing.T) {
 	require.ErrorIs(t, err, ErrNotOurs)
 	_, err = inst.Fs.Stat(filepath.Join(confDir, ownName))
 	assert.NoError(t, err, "a file without the marker stays")
+}
+
+// TestInstallBinariesInBoundedMemory: catena-agent installs the binaries
+// on every resync (30 s) under its container's memory limit (128 MiB), and
+// a binary is tens of MB (20 MB for an unstripped catenactl). A pass
+// compares and copies them in chunks: whether it copies (a new binary) or
+// not (the steady state), it allocates far less than one binary. Reading
+// them whole allocated about twice their size per pass, and the agent was
+// OOMKilled in TestKubernetesNode.
+func TestInstallBinariesInBoundedMemory(t *testing.T) {
+	const size = 8 << 20
+	src, bin := t.TempDir(), t.TempDir()
+	write := func(seed byte) {
+		data := make([]byte, size)
+		for i := range data {
+			data[i] = byte(i*7) ^ seed
+		}
+		for _, name := range Binaries {
+			require.NoError(t, os.WriteFile(filepath.Join(src, name), data, 0o755))
+		}
+	}
+	inst := &Installer{Fs: afero.NewOsFs()}
+	for _, tc := range []struct {
+		name   string
+		seed   byte
+		copied []string
+	}{
+		{"first install", 1, Binaries},
+		{"steady state", 1, nil},
+		{"new binaries", 2, Binaries},
+		{"steady state again", 2, nil},
+	} {
+		write(tc.seed)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		copied, err := inst.InstallBinaries(src, bin, Binaries)
+		runtime.ReadMemStats(&after)
+		require.NoError(t, err, tc.name)
+		assert.Equal(t, tc.copied, copied, tc.name)
+		alloc := after.TotalAlloc - before.TotalAlloc
+		t.Logf("%s: %d bytes allocated to install two binaries of %d", tc.name, alloc, size)
+		assert.Less(t, alloc, uint64(1<<20), "%s: %d bytes allocated to install two binaries of %d", tc.name, alloc, size)
+		for _, name := range Binaries {
+			got, err := os.ReadFile(filepath.Join(bin, name))
+			require.NoError(t, err)
+			want, err := os.ReadFile(filepath.Join(src, name))
+			require.NoError(t, err)
+			assert.True(t, bytes.Equal(want, got), "%s: %s installed whole", tc.name, name)
+		}
+	}
 }

@@ -3,6 +3,8 @@ package nodeconf
 import (
 	"fmt"
 	"path/filepath"
+
+	"github.com/catena-cni/catena/libchain"
 )
 
 // Binaries are the executables catena-agent installs into the CNI bin dir.
@@ -14,16 +16,13 @@ const maxBinarySize = 256 << 20
 // InstallBinaries copies each of names from srcDir into binDir, atomically
 // (temp file in binDir, fsync, rename) and only where the content differs,
 // and returns the names it copied. A catena already running keeps executing
-// its own inode: rename never modifies the file it has open.
+// its own inode: rename never modifies the file it has open. The files are
+// compared and copied in chunks: catena-agent runs this on every resync
+// under its container's memory limit, and a binary is tens of MB.
 func (i *Installer) InstallBinaries(srcDir, binDir string, names []string) ([]string, error) {
 	var copied []string
 	for _, name := range names {
-		src := filepath.Join(srcDir, name)
-		data, err := readRegular(i.Fs, src, maxBinarySize)
-		if err != nil {
-			return copied, fmt.Errorf("installing %s into %s: %w", name, binDir, err)
-		}
-		wrote, err := WriteFileAtomic(i.Fs, filepath.Join(binDir, name), data, 0o755)
+		wrote, err := i.installBinary(filepath.Join(srcDir, name), filepath.Join(binDir, name))
 		if err != nil {
 			return copied, fmt.Errorf("installing %s into %s: %w", name, binDir, err)
 		}
@@ -32,4 +31,14 @@ func (i *Installer) InstallBinaries(srcDir, binDir string, names []string) ([]st
 		}
 	}
 	return copied, nil
+}
+
+// installBinary makes dst hold src's content, mode 0755, if it does not.
+func (i *Installer) installBinary(src, dst string) (bool, error) {
+	f, size, err := libchain.OpenRegular(i.Fs, src, maxBinarySize, false)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	return replaceAtomic(i.Fs, dst, f, size, 0o755)
 }

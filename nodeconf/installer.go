@@ -1,6 +1,7 @@
 package nodeconf
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -149,7 +150,7 @@ func (i *Installer) sync(ctx context.Context) (Status, error) {
 		}
 	}
 	path := filepath.Join(i.Cfg.ConfDir, i.Cfg.ConfName)
-	same, err := sameContent(i.Fs, path, out, confPerm)
+	same, err := sameContent(i.Fs, path, bytes.NewReader(out), int64(len(out)), confPerm)
 	if err != nil {
 		return st, err
 	}
