@@ -233,16 +233,32 @@ func (n *k8sNode) killPods(t *testing.T) {
 	})
 }
 
-// restartContainerd stops containerd by PID and kills its shims, and with
-// them every container; with wipe, it also unmounts and deletes
-// containerd's root and state, as if the runtime had lost everything, and
-// imports the images again. Then it starts containerd with the same config.
-func (n *k8sNode) restartContainerd(t *testing.T, wipe bool, images ...string) {
+// wipeContainerd kills every container of the node's pods, stops
+// containerd by PID and kills its shims, unmounts and deletes containerd's
+// root and state, as if the runtime had lost everything, then starts it
+// again with the same config and imports the images again.
+func (n *k8sNode) wipeContainerd(t *testing.T, images ...string) {
 	t.Helper()
 	d := n.ctd
-	if wipe {
-		n.killPods(t)
+	n.killPods(t)
+	n.stopContainerd()
+	d.killShims()
+	for _, sub := range []string{"root", "state"} {
+		dir := filepath.Join(d.dir, sub)
+		unmountUnder(t, dir)
+		require.NoError(t, os.RemoveAll(dir))
 	}
+	n.startContainerd(t)
+	n.shareNetnsDir(t)
+	for _, img := range append([]string{filepath.Join(d.dir, "pause.tar")}, images...) {
+		n.importImage(t, img)
+	}
+}
+
+// stopContainerd stops containerd by PID: SIGTERM, SIGKILL after 20 s. Its
+// shims, and the containers they run, go on.
+func (n *k8sNode) stopContainerd() {
+	d := n.ctd
 	_ = d.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-d.exited:
@@ -250,14 +266,23 @@ func (n *k8sNode) restartContainerd(t *testing.T, wipe bool, images ...string) {
 		_ = d.cmd.Process.Kill()
 		<-d.exited
 	}
-	d.killShims()
-	if wipe {
-		for _, sub := range []string{"root", "state"} {
-			dir := filepath.Join(d.dir, sub)
-			unmountUnder(t, dir)
-			require.NoError(t, os.RemoveAll(dir))
-		}
+}
+
+// containerdRunning tells whether containerd's process has not exited.
+func (n *k8sNode) containerdRunning() bool {
+	select {
+	case <-n.ctd.exited:
+		return false
+	default:
+		return true
 	}
+}
+
+// startContainerd starts containerd again, same binary, flags and env, and
+// waits until its CRI API answers.
+func (n *k8sNode) startContainerd(t *testing.T) {
+	t.Helper()
+	d := n.ctd
 	logf, err := os.OpenFile(d.logPath, os.O_WRONLY|os.O_APPEND, 0)
 	require.NoError(t, err)
 	defer logf.Close()
@@ -269,10 +294,4 @@ func (n *k8sNode) restartContainerd(t *testing.T, wipe bool, images ...string) {
 	cmd, exited := d.cmd, d.exited
 	go func() { _ = cmd.Wait(); close(exited) }()
 	d.waitReady()
-	if wipe {
-		n.shareNetnsDir(t)
-		for _, img := range append([]string{filepath.Join(d.dir, "pause.tar")}, images...) {
-			n.importImage(t, img)
-		}
-	}
 }

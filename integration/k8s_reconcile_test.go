@@ -1,19 +1,18 @@
 package integration
 
 import (
-	"bufio"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // agentMetricsURL is the agent's /metrics: it runs in the host network,
@@ -21,13 +20,21 @@ import (
 const agentMetricsURL = "http://127.0.0.1:9617/metrics"
 
 // reconcilerUnderKubelet wipes containerd's state and restarts containerd
-// and kubelet with pods running. Kubelet recreates the pods (new sandboxes,
-// new ADDs through Catena), and the agent reclaims the lost sandboxes'
-// attachments: IPs held settle at exactly one per pod.
+// and kubelet with pods running: 3 of web, and one with a hostPort, whose
+// DNAT rules portmap made. Kubelet recreates the pods (new sandboxes, new
+// ADDs through Catena), and the agent reclaims the lost sandboxes'
+// attachments from its container: IPs held settle at exactly one per pod,
+// and no iptables rule of a lost sandbox is left.
 func (r *k8sRun) reconcilerUnderKubelet(t *testing.T) {
 	r.c.scale(t, "web", 3)
-	before := r.waitRunning(t, "web", 3)
+	r.c.apply(t, []any{hostPortDeployment("hostport", hostPort())})
+	before := append(r.waitRunning(t, "web", 3), r.waitRunning(t, "hostport", 1)...)
+	const pods = 4
 	lost := r.n.state(t).Results
+	require.Len(t, lost, pods)
+	lostHostPort := r.n.sandboxes(t, "hostport")[0].Id
+	rulesBefore := iptablesMentions(t, lostHostPort)
+	require.True(t, portmapRulesFor(run(t, "iptables-save"), lostHostPort), "portmap's DNAT rules of the hostPort pod")
 
 	start := time.Now()
 	r.n.kubelet.stop(30 * time.Second)
@@ -35,14 +42,14 @@ func (r *k8sRun) reconcilerUnderKubelet(t *testing.T) {
 	if r.upgradeArchive != "" {
 		images = append(images, r.upgradeArchive)
 	}
-	r.n.restartContainerd(t, true, images...)
+	r.n.wipeContainerd(t, images...)
 	r.n.restartKubelet(t)
 	var after []string
-	waitFor(t, "kubelet recreated the 3 pods' sandboxes, with new IPs", 3*time.Minute, 250*time.Millisecond, func() error {
-		if sb := r.n.sandboxes(t, "web"); len(sb) != 3 {
-			return fmt.Errorf("%d sandboxes", len(sb))
+	waitFor(t, "kubelet recreated the 4 pods' sandboxes, with new IPs", 3*time.Minute, 250*time.Millisecond, func() error {
+		if sb := len(r.n.sandboxes(t, "web")) + len(r.n.sandboxes(t, "hostport")); sb != pods {
+			return fmt.Errorf("%d sandboxes", sb)
 		}
-		ips, err := runningIPs(r.c.pods(t, "default", "app=web"))
+		ips, err := runningIPs(append(r.c.pods(t, "default", "app=web"), r.c.pods(t, "default", "app=hostport")...))
 		if err != nil {
 			return err
 		}
@@ -56,20 +63,43 @@ func (r *k8sRun) reconcilerUnderKubelet(t *testing.T) {
 	}, r.n.kubelet)
 	recreated := time.Since(start)
 	peak := len(r.n.state(t).IPs)
-	assert.Equal(t, 6, peak, "the lost sandboxes' IPs are held until reclaimed")
+	r.waitAgentReady(t, r.agentTag())
+	first := r.agentStatus(t) // the agent's pod lost its container too
+	assert.Equal(t, 2*pods, peak, "the lost sandboxes' IPs are held until reclaimed")
 
 	// the record older than grace (2m), a mark, a reclaim at least grace
 	// later, on the 30 s passes: about 4-6 min measured, 10 min allowed
+	var marked time.Duration
 	settled := waitFor(t, "IPs held settle at one per pod", 10*time.Minute, time.Second, func() error {
-		if s := r.n.state(t); len(s.IPs) != 3 || len(s.Records) != 3 {
+		if marked == 0 && r.n.marks(t) > 0 {
+			marked = time.Since(start)
+		}
+		if s := r.n.state(t); len(s.IPs) != pods || len(s.Records) != pods {
 			return fmt.Errorf("%s", s)
 		}
 		return nil
 	}, r.n.kubelet)
+	assert.Positive(t, marked, "the reconciler's marks were seen on disk")
+	r.marked = start.Add(marked)
 	s := r.n.state(t)
 	assert.ElementsMatch(t, after, s.IPs, "exactly the running pods' IPs")
-	assert.Equal(t, 3, s.Veths)
-	assert.Zero(t, s.Iptables)
+	assert.Equal(t, pods, s.Veths)
+	rulesLeft := 0
+	for _, id := range lost {
+		rulesLeft += iptablesMentions(t, id)
+	}
+	assert.Zero(t, rulesLeft, "no iptables rule of a reclaimed attachment: the agent's portmap removed the hostPort pod's DNAT")
+	assert.Positive(t, iptablesMentions(t, r.n.sandboxes(t, "hostport")[0].Id), "the recreated hostPort pod has its own")
+	reclaims := 0
+	for _, op := range r.n.ops(t) {
+		if op.Verb == "RECLAIM" && op.Outcome == "ok" && slices.ContainsFunc(lost, func(id string) bool { return strings.Contains(op.Attachment, id) }) {
+			reclaims++
+		}
+	}
+	assert.Equal(t, pods, reclaims, "each lost attachment reclaimed once, by the agent")
+	agent := r.agentStatus(t)
+	assert.Equal(t, first.started, agent.started, "the agent process that marked is the one that reclaimed: it never restarted (it was OOMKilled)")
+	r.reclaimAgent = agent
 
 	// containerd forgot the lost sandboxes' libcni cache entries too: they
 	// are the runtime's, and nothing reads them; remove them
@@ -80,69 +110,96 @@ func (r *k8sRun) reconcilerUnderKubelet(t *testing.T) {
 			require.NoError(t, os.Remove(filepath.Join(libcniResults, r.n.net+"-"+id+"-eth0")))
 		}
 	}
-	assert.Len(t, r.n.state(t).Results, 3)
+	assert.Len(t, r.n.state(t).Results, pods)
 	r.c.scale(t, "web", 0)
+	r.c.kubectl(t, nil, "delete", "deployment", "hostport", "-n", "default")
 	r.waitGone(t, "web")
+	r.waitGone(t, "hostport")
 	r.n.waitClean(t, time.Minute)
-	summary("reconciler", "containerd wiped with 3 pods (%v): recreated in %s with %v, IPs held %d, settled at %d (one per pod) %s later; %d libcni entries of the lost sandboxes left by containerd",
-		before, recreated.Round(time.Millisecond), after, peak, len(s.IPs), settled.Round(time.Second), stale)
+	summary("reconciler", "containerd wiped with %d pods (%v), 1 with a hostPort: recreated in %s with %v, IPs held %d, settled at %d (one per pod) %s later by %d RECLAIMs; "+
+		"iptables lines of the lost sandboxes %d after (hostPort pod's: %d before); marks seen at %s; agent %s; %d libcni entries of the lost sandboxes left by containerd",
+		pods, before, recreated.Round(time.Millisecond), after, peak, len(s.IPs), settled.Round(time.Second), reclaims,
+		rulesLeft, rulesBefore, marked.Round(time.Second), agent.describe(start), stale)
+}
+
+// hostPortDeployment is webDeployment with one replica whose container
+// maps port on the host (portmap's DNAT rules).
+func hostPortDeployment(name string, port int32) *appsv1.Deployment {
+	d := webDeployment(name, 1)
+	d.Spec.Template.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80, HostPort: port, Protocol: corev1.ProtocolTCP}}
+	return d
+}
+
+// marks counts the reconciler's marks on the node (phase one).
+func (n *k8sNode) marks(t *testing.T) int {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(n.cacheDir(), "reconcile", n.net, "*.json"))
+	require.NoError(t, err)
+	return len(m)
+}
+
+// agentStatus is the agent's process and container as seen from the host.
+type agentStatus struct {
+	started  time.Time // its process_start_time_seconds
+	restarts int32     // kubelet's restart count of its container
+	last     string    // how its previous container ended ("" if none)
+}
+
+// agentStatus scrapes the agent and reads its pod.
+func (r *k8sRun) agentStatus(t *testing.T) agentStatus {
+	t.Helper()
+	secs := sampleSum(scrapeMetrics(t, agentMetricsURL), "process_start_time_seconds")
+	require.Positive(t, secs, "the agent exports process_start_time_seconds")
+	a := agentStatus{started: time.Unix(0, int64(secs*1e9))}
+	pods := r.c.pods(t, "catena-system", "app.kubernetes.io/component=agent")
+	require.Len(t, pods, 1)
+	for _, cs := range pods[0].Status.ContainerStatuses {
+		a.restarts = cs.RestartCount
+		if term := cs.LastTerminationState.Terminated; term != nil {
+			a.last = fmt.Sprintf("%s (exit %d, %s) at %s", term.Reason, term.ExitCode, strings.TrimSpace(term.Message), term.FinishedAt.Format(time.RFC3339))
+		}
+	}
+	return a
+}
+
+// describe says when the agent's process started, relative to t0.
+func (a agentStatus) describe(t0 time.Time) string {
+	s := fmt.Sprintf("process started %s after the wipe, container restarts %d", a.started.Sub(t0).Round(time.Second), a.restarts)
+	if a.last != "" {
+		s += ", last ended " + a.last
+	}
+	return s
 }
 
 // metrics scrapes the agent's /metrics from the host, and checks that the
 // scenarios above show: operations, records, reclaims and adoptions.
 func (r *k8sRun) metrics(t *testing.T) {
-	m := scrape(t, agentMetricsURL)
-	adds := m.sum("catena_operations_total", `verb="add"`)
-	dels := m.sum("catena_operations_total", `verb="del"`)
-	reclaimed := m.sum("catena_reconcile_reclaimed_total", "")
+	m := scrapeMetrics(t, agentMetricsURL)
+	adds := sampleSum(m, "catena_operations_total", "verb=add")
+	dels := sampleSum(m, "catena_operations_total", "verb=del")
+	reclaimOps := sampleSum(m, "catena_operations_total", "verb=reclaim")
+	retryOps := sampleSum(m, "catena_operations_total", "verb=retry", "outcome=ok")
+	passes := sampleSum(m, "catena_reconcile_passes_total")
+	marked := sampleSum(m, "catena_reconcile_marked_total")
+	reclaimed := sampleSum(m, "catena_reconcile_reclaimed_total")
+	retried := sampleSum(m, "catena_teardown_retries_total", "outcome=ok")
+	started := time.Unix(0, int64(sampleSum(m, "process_start_time_seconds")*1e9))
 	assert.Positive(t, adds)
 	assert.Positive(t, dels)
-	assert.GreaterOrEqual(t, reclaimed, 3.0, "the reconciler scenario's reclaims")
-	assert.Contains(t, m, "catena_records", "records by network and phase")
-	summary("metrics", "scraped %s: %g ADDs, %g DELs, %g reconcile passes, %g marked, %g reclaimed, %g held; adoptions at the install: %g",
-		agentMetricsURL, adds, dels, m.sum("catena_reconcile_passes_total", ""), m.sum("catena_reconcile_marked_total", ""),
-		reclaimed, m.sum("catena_held_attachments", ""), r.adopted)
-}
-
-// exposition is a scrape: each metric name with its samples' label sets
-// and values.
-type exposition map[string]map[string]float64
-
-// scrape GETs a Prometheus text exposition.
-func scrape(t *testing.T, url string) exposition {
-	t.Helper()
-	resp, err := http.Get(url)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	m := exposition{}
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		require.Positive(t, i, "exposition line %q", line)
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		require.NoError(t, err, "exposition line %q", line)
-		name, labels, _ := strings.Cut(line[:i], "{")
-		if m[name] == nil {
-			m[name] = map[string]float64{}
-		}
-		m[name][strings.TrimSuffix(labels, "}")] = v
-	}
-	require.NoError(t, sc.Err())
-	return m
-}
-
-// sum adds up the samples of name whose labels contain label ("": all).
-func (m exposition) sum(name, label string) float64 {
-	total := 0.0
-	for labels, v := range m[name] {
-		if strings.Contains(labels, label) {
-			total += v
-		}
-	}
-	return total
+	assert.GreaterOrEqual(t, reclaimOps, 4.0, "the reconciler scenario's RECLAIMs, in the journal")
+	assert.GreaterOrEqual(t, retryOps, float64(r.forgottenHeld), "the forgotten teardowns' RETRYs, in the journal")
+	assert.NotNil(t, m["catena_records"], "records by network and phase")
+	// the reconcile counters are the agent process's, which started when
+	// containerd was wiped (its container was lost too) and was never
+	// restarted since: it marked what it reclaimed
+	rss := sampleSum(m, "process_resident_memory_bytes")
+	assert.Equal(t, r.reclaimAgent.started, started, "the agent process is the one that marked and reclaimed")
+	assert.True(t, started.Before(r.marked), "it started before the marks")
+	assert.GreaterOrEqual(t, marked, 4.0, "its marks")
+	assert.GreaterOrEqual(t, reclaimed, 4.0, "its reclaims")
+	assert.GreaterOrEqual(t, retried, float64(r.forgottenHeld), "its retries")
+	assert.Less(t, rss, float64(64<<20), "the agent's memory, well under its container's 128 MiB limit")
+	summary("metrics", "scraped %s: journal: %g ADDs, %g DELs, %g RECLAIMs, %g RETRYs ok; the agent process (started at the wipe, %s before the scrape, %.1f MiB resident): %g passes, %g marked, %g reclaimed, %g teardowns retried, %g held; adoptions at the install: %g",
+		agentMetricsURL, adds, dels, reclaimOps, retryOps, time.Since(started).Round(time.Second), rss/(1<<20), passes, marked, reclaimed, retried,
+		sampleSum(m, "catena_held_attachments"), r.adopted)
 }

@@ -24,11 +24,20 @@ type k8sRun struct {
 	n     *k8sNode
 	tag   string // the image tag `make image` built
 	plain seedFigures
-	fault string // failer's fault file: the fault holds while it exists
+	// fault is failer's fault file: the fault holds while it exists. It is
+	// in the remapped /var/lib/cni, where the agent's container sees it at
+	// the same path, for the delegates the agent runs.
+	fault string
 	// upgradeArchive is the image the DaemonSet is rolled to, kept to be
 	// imported again when containerd loses its state
 	upgradeArchive string
 	adopted        float64 // catena_adoptions_total{result="adopted"} after the install
+	// the reconciler scenario's: when its marks were first seen on disk,
+	// and the agent that reclaimed them
+	marked       time.Time
+	reclaimAgent agentStatus
+	// forgottenHeld is how many records the forgotten teardowns held
+	forgottenHeld int
 }
 
 // seedFigures are one half of the seed failure: kubelet's retries and what
@@ -41,13 +50,15 @@ type seedFigures struct {
 // apply of deploy/catena.yaml (host paths remapped to private dirs, image
 // tag set, nothing else), pods through Catena under kubelet, the seed
 // failure under kubelet's retries, a kubelet restart, an upgrade of the
-// DaemonSet and the uninstall, in one bring-up. Each scenario prints a
+// DaemonSet, the reconciler after a wiped containerd, a forgotten
+// teardown healed with no runtime, the agent's metrics and the uninstall,
+// in one bring-up. Each scenario prints a
 // K8S-SUMMARY line with its figures; the host is checked at the end.
 func TestKubernetesNode(t *testing.T) {
 	c, tm := startK8sCluster(t)
 	summary("bring-up", "API server ready %s, node Ready %s, default ServiceAccount %s",
 		tm.apiReady.Round(time.Millisecond), tm.nodeReady.Round(time.Millisecond), tm.serviceAccount.Round(time.Millisecond))
-	r := &k8sRun{c: c, n: c.node, tag: imageTag(t), fault: filepath.Join(c.node.dir, "fault")}
+	r := &k8sRun{c: c, n: c.node, tag: imageTag(t), fault: filepath.Join(c.node.cniState, "fault")}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Log(c.node.podLogs("catena-system"))
@@ -64,6 +75,7 @@ func TestKubernetesNode(t *testing.T) {
 		{"kubelet restart", r.kubeletRestart},
 		{"upgrade", r.upgrade},
 		{"reconciler under kubelet", r.reconcilerUnderKubelet},
+		{"forgotten teardown", r.forgottenTeardown},
 		{"metrics", r.metrics},
 		{"uninstall", r.uninstall},
 	} {
@@ -189,7 +201,7 @@ func (r *k8sRun) install(t *testing.T) {
 
 	after := r.n.state(t)
 	assert.Equal(t, before.Results, after.Records, "both running pods are adopted")
-	r.adopted = scrape(t, agentMetricsURL).sum("catena_adoptions_total", `result="adopted"`)
+	r.adopted = sampleSum(scrapeMetrics(t, agentMetricsURL), "catena_adoptions_total", "result=adopted")
 	assert.Equal(t, 2.0, r.adopted, "the agent's metrics count the adoptions")
 	assert.Equal(t, before.IPs, after.IPs)
 	summary("install", "agent pod Ready %s after kubectl apply, primary wrapped (%d delegates) at %s, %d of %d running pods adopted",

@@ -38,14 +38,21 @@ func (n *agentNode) useChain(flags []string, plugins ...string) *agentProc {
 // scrape reads the agent's /metrics.
 func (p *agentProc) scrape() map[string]*dto.MetricFamily {
 	p.t.Helper()
+	return scrapeMetrics(p.t, "http://"+p.addr+"/metrics")
+}
+
+// scrapeMetrics GETs a Prometheus text exposition and parses it with
+// expfmt.
+func scrapeMetrics(t *testing.T, url string) map[string]*dto.MetricFamily {
+	t.Helper()
 	c := http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get("http://" + p.addr + "/metrics")
-	require.NoError(p.t, err)
+	resp, err := c.Get(url)
+	require.NoError(t, err)
 	defer resp.Body.Close()
-	require.Equal(p.t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := parser.TextToMetricFamilies(resp.Body)
-	require.NoError(p.t, err)
+	require.NoError(t, err)
 	return fams
 }
 
