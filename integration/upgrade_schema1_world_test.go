@@ -131,6 +131,18 @@ func (n *s1Node) rt(containerID, netns string, hostPort int) *libcni.RuntimeConf
 		CapabilityArgs: portMapping(hostPort)}
 }
 
+// delAtCleanup DELs a pod this build's catena added, at cleanup: through
+// catena, then (should catena be what the test caught failing) with the
+// same delegates run by libcni itself.
+func (n *s1Node) delAtCleanup(rt *libcni.RuntimeConf) {
+	plain := n.plainList(schema1.Network, "1.1.0", n.bridgeDelegate(), portmapDelegate, tuningDelegate)
+	byLibcni := libcni.NewCNIConfigWithCacheDir([]string{cniPath}, n.t.TempDir(), nil)
+	n.t.Cleanup(func() {
+		_ = n.cni.DelNetworkList(bg, n.list, rt)
+		_ = byLibcni.DelNetworkList(bg, plain, rt)
+	})
+}
+
 // holds reports what of an attachment is still on the node: host-local's
 // file for its IP, its iptables rules (by container ID or IP), its record
 // and its pending marker.
