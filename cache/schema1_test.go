@@ -5,7 +5,6 @@ package cache
 import (
 	"bytes"
 	"encoding/json"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -23,9 +22,9 @@ import (
 // the real disk and returns a store over it.
 func schema1Store(t *testing.T) (*DiskStore, string) {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "catena")
+	s, dir := newOsStore(t)
 	require.NoError(t, schema1.Copy(dir))
-	return NewDiskStore(afero.NewOsFs(), dir, NewMemLocker()), dir
+	return s, dir
 }
 
 func schema1Key(containerID string) Key {
