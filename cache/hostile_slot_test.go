@@ -44,6 +44,7 @@ func TestHostileJournalTornInPlace(t *testing.T) {
 		require.Empty(t, q, "%s: a torn entry is not corruption", msg)
 		require.Equal(t, want, calls, msg)
 	}
+	t.Logf("%d tears of the entries' %d bytes in a %d-byte file: none quarantined, each torn down as its newest entry says", end-first+1, end, len(full))
 }
 
 // TestHostileJournalPaddingFlips flips one bit of every byte of the
