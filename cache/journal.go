@@ -21,12 +21,16 @@ import (
 // own writes share the ext4 journal, the replaces cost ~1.1 ms each (4.5 ms of
 // a 60 ms ADD). So the first write of a record creates it by a durable
 // replace (the new directory entry needs the dir fsync anyway), and every
-// later write appends and fdatasyncs.
+// later write adds an entry and fdatasyncs. The file is created
+// preallocated and the entries overwrite its zeros in place
+// (journal_slot.go): an append grows the file, so its fdatasync waits for
+// an ext4 journal commit, which under 50 concurrent ADDs queues behind the
+// whole node's metadata changes.
 //
-// Crash safety: an append that a crash tears leaves a final line that does
+// Crash safety: a write that a crash tears leaves a final line that does
 // not verify. It was never acknowledged, so the engine never acted on it, and
-// Load takes the record as of the entry before it. Save never appends after
-// a partial line: if the file does not end in a newline, or has grown past
+// Load takes the record as of the entry before it. Save never writes after
+// a partial line: if the entries do not end in a newline, or have grown past
 // compactAt, it compacts by durably replacing the file with a full snapshot
 // alone. Entries after the first are usually deltas (delta.go): Load replays
 // them from the newest full snapshot, so its cost stays that of reading a
