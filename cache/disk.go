@@ -197,12 +197,9 @@ func (s *DiskStore) Save(rec *Record) error {
 		}
 	}
 	rec.Updated = time.Now().UTC()
-	data, err := Encode(rec)
-	if err != nil {
-		return fmt.Errorf("save: %w", err)
-	}
-	if len(data) > maxRecordSize {
-		return fmt.Errorf("save record %s: %w: %d bytes, Load accepts at most %d", key, ErrTooLarge, len(data), maxRecordSize)
+	rec.Schema = SchemaVersion
+	if err := validateRecord(rec); err != nil {
+		return fmt.Errorf("save record %s: %w", key, err)
 	}
 	raw, sums, err := stepSums(rec)
 	if err != nil {
@@ -214,7 +211,19 @@ func (s *DiskStore) Save(rec *Record) error {
 			return fmt.Errorf("save: %w", err)
 		}
 	}
-	mark, err := saveEntry(s.fs, s.recordPath(key), data, delta, prev.mark)
+	// The full snapshot is encoded only if it is written: most Saves of
+	// an ADD write a delta.
+	full := func() ([]byte, error) {
+		data, err := Encode(rec)
+		if err != nil {
+			return nil, fmt.Errorf("save: %w", err)
+		}
+		if len(data) > maxRecordSize {
+			return nil, fmt.Errorf("save record %s: %w: %d bytes, Load accepts at most %d", key, ErrTooLarge, len(data), maxRecordSize)
+		}
+		return data, nil
+	}
+	mark, err := saveEntry(s.fs, s.recordPath(key), full, delta, prev.mark, len(rec.Steps))
 	if err != nil {
 		return fmt.Errorf("save record %s: %w", key, err)
 	}

@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"syscall"
 
 	"github.com/spf13/afero"
 	"golang.org/x/sys/unix"
@@ -24,12 +21,16 @@ import (
 // own writes share the ext4 journal, the replaces cost ~1.1 ms each (4.5 ms of
 // a 60 ms ADD). So the first write of a record creates it by a durable
 // replace (the new directory entry needs the dir fsync anyway), and every
-// later write appends and fdatasyncs.
+// later write adds an entry and fdatasyncs. The file is created
+// preallocated and the entries overwrite its zeros in place
+// (journal_slot.go): an append grows the file, so its fdatasync waits for
+// an ext4 journal commit, which under 50 concurrent ADDs queues behind the
+// whole node's metadata changes.
 //
-// Crash safety: an append that a crash tears leaves a final line that does
+// Crash safety: a write that a crash tears leaves a final line that does
 // not verify. It was never acknowledged, so the engine never acted on it, and
-// Load takes the record as of the entry before it. Save never appends after
-// a partial line: if the file does not end in a newline, or has grown past
+// Load takes the record as of the entry before it. Save never writes after
+// a partial line: if the entries do not end in a newline, or have grown past
 // compactAt, it compacts by durably replacing the file with a full snapshot
 // alone. Entries after the first are usually deltas (delta.go): Load replays
 // them from the newest full snapshot, so its cost stays that of reading a
@@ -38,88 +39,23 @@ const compactAt = 64 << 10
 
 // saveEntry durably writes the newest entry of the journal at path: delta
 // (if not nil) when the file is still exactly base, the file as this
-// process last wrote it, else full, the record's snapshot. It returns the
-// file's mark after the write.
-func saveEntry(fsys afero.Fs, path string, full, delta []byte, base fileMark) (fileMark, error) {
-	mark, appended, err := appendEntry(fsys, path, full, delta, base)
-	if err != nil || appended {
+// process last wrote it, else the record's snapshot, which full encodes. It returns the
+// file's mark after the write. A new file is preallocated for a record of
+// steps delegates (journal_slot.go).
+func saveEntry(fsys afero.Fs, path string, full func() ([]byte, error), delta []byte, base fileMark, steps int) (fileMark, error) {
+	mark, written, err := writeEntry(fsys, path, full, delta, base)
+	if err != nil || written {
 		return mark, err
 	}
-	fi, err := writeFileDurableInfo(fsys, path, full)
+	data, err := full()
+	if err != nil {
+		return fileMark{}, err
+	}
+	fi, err := writeFileDurableInfo(fsys, path, padded(data, steps))
 	if err != nil {
 		return fileMark{}, err
 	}
 	return markOf(fi), nil
-}
-
-// appendEntry appends an entry and fdatasyncs it, if path is a journal that
-// can take an append: it exists, ends in a newline and is smaller than
-// compactAt. The entry is delta if the file, as fstat'ed through the handle
-// that appends, is still base, else full. It reports false, with no error
-// and nothing written, when the caller must replace the file instead.
-func appendEntry(fsys afero.Fs, path string, full, delta []byte, base fileMark) (fileMark, bool, error) {
-	flags := os.O_RDWR | os.O_APPEND // read: the last byte, through the same handle
-	if isRealDisk(fsys) {
-		flags |= syscall.O_NOFOLLOW
-	}
-	f, err := fsys.OpenFile(path, flags, filePerm)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) || isSymlinkLoop(err) {
-			return fileMark{}, false, nil // first write, or a link the replace will overwrite
-		}
-		return fileMark{}, false, fmt.Errorf("open %s: %w", path, err)
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		_ = f.Close()
-		return fileMark{}, false, fmt.Errorf("stat %s: %w", path, err)
-	}
-	data := full
-	if delta != nil && base.valid() && markOf(fi) == base {
-		data = delta
-	}
-	ok, err := appendable(f, path, fi, len(data))
-	if err != nil || !ok {
-		_ = f.Close()
-		return fileMark{}, false, err
-	}
-	n, err := f.Write(data)
-	if err == nil && n != len(data) {
-		err = io.ErrShortWrite
-	}
-	if err == nil {
-		err = datasync(f)
-	}
-	if err == nil {
-		fi, err = f.Stat()
-	}
-	if err != nil {
-		// The tail may now be partial: the next Save sees no final newline
-		// and compacts, and Load ignores an entry that does not verify.
-		_ = f.Close()
-		return fileMark{}, false, fmt.Errorf("append %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fileMark{}, false, fmt.Errorf("close %s: %w", path, err)
-	}
-	return markOf(fi), true, nil
-}
-
-// appendable reports whether the open journal is a private regular file
-// of ours below compactAt whose last byte is a newline, and that stays
-// within what Load reads once n more bytes are appended.
-func appendable(f afero.File, path string, fi os.FileInfo, n int) (bool, error) {
-	if err := checkOwned(path, fi); err != nil {
-		return false, err
-	}
-	if checkRecordInfo(fi) != nil || fi.Size() == 0 || fi.Size() >= compactAt || fi.Size()+int64(n) > maxRecordSize {
-		return false, nil
-	}
-	last := make([]byte, 1)
-	if _, err := f.ReadAt(last, fi.Size()-1); err != nil {
-		return false, fmt.Errorf("read %s: %w", path, err)
-	}
-	return last[0] == '\n', nil
 }
 
 // datasync flushes f's data (and the size it implies) with fdatasync where
@@ -148,6 +84,10 @@ func datasync(f afero.File) error {
 // future schema is never skipped. With no snapshot that verifies, the error
 // is that of the final line.
 func decodeJournal(data []byte) (*Record, error) {
+	data, err := unpad(data)
+	if err != nil {
+		return nil, err
+	}
 	lines := bytes.SplitAfter(data, []byte("\n"))
 	if n := len(lines); n > 0 && len(lines[n-1]) == 0 {
 		lines = lines[:n-1]
@@ -193,14 +133,18 @@ func lastSnapshot(lines [][]byte) (int, *Record) {
 }
 
 // torn reports whether a final line that does not verify can be a torn
-// append, i.e. a strict prefix of an entry and its newline: an entry is
-// appended by one write whose last byte is the newline, and JSON has no raw
-// newline. A line that ends in a newline, or a complete entry followed by
-// one stray byte, was written whole and then damaged: skipping it could
-// resurrect a snapshot older than what the engine acted on, so it is
-// corruption.
+// write, i.e. a strict prefix of an entry and its newline: an entry is
+// written by one write whose last byte is the newline, and JSON has no raw
+// newline. A line that ends in a newline, a complete entry followed by one
+// stray byte, or a line that does not start as every entry does, was not
+// cut short by a crash but damaged: skipping it could resurrect a snapshot
+// older than what the engine acted on, so it is corruption.
 func torn(line []byte) bool {
 	if bytes.HasSuffix(line, []byte("\n")) {
+		return false
+	}
+	start := []byte(`{"schema":`)
+	if !bytes.HasPrefix(line, start) && !bytes.HasPrefix(start, line) {
 		return false
 	}
 	return verifyEntry(line[:len(line)-1]) != nil

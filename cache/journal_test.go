@@ -11,11 +11,15 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// readJournal returns the entries of key's journal, without the zeros that
+// preallocate it (journal_slot.go).
 func readJournal(t *testing.T, e storeEnv, key Key) []byte {
 	t.Helper()
 	data, err := afero.ReadFile(e.fs, e.store.Path(key))
 	require.NoError(t, err)
-	return data
+	entries, err := unpad(data)
+	require.NoError(t, err)
+	return entries
 }
 
 func writeJournal(t *testing.T, e storeEnv, key Key, data []byte) {

@@ -104,6 +104,8 @@ func (e *ProcExec) run(ctx context.Context, pluginPath string, stdinData []byte,
 	if awaitGate(ctx) == nil {
 		hit(runningPoint(environ))
 	}
+	// Best effort: without a pidfd, Wait alone waits in waitid.
+	_ = awaitExit(c.Process.Pid)
 	return c.Wait()
 }
 

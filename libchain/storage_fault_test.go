@@ -165,8 +165,9 @@ func checkDelOutcome(t *testing.T, eng *Engine, world *fakeExec, r Request, err 
 
 // TestDurableWritesPerAdd counts, on the real DiskStore on the real disk,
 // what an ADD and a DEL of a three-delegate chain cost: n+1 = 4 durable
-// writes (file syncs) for the ADD, the first creating the record (one
-// rename and one directory sync), the others appending; none for the DEL,
+// writes (file syncs) for the ADD, the first creating the record
+// preallocated (one rename and one directory sync), the others writing in
+// place over its zeros; none for the DEL,
 // whose removal costs one directory sync and also unlinks the record's temp
 // file in case a crash left one (an unlink that finds nothing).
 func TestDurableWritesPerAdd(t *testing.T) {

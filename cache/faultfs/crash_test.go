@@ -187,3 +187,39 @@ func TestCrashFsSemantics(t *testing.T) {
 	require.NoError(t, c.RemoveAll("/a"))
 	assert.Equal(t, "<absent>", content(t, c, "/a/b/f"))
 }
+
+// TestCrashFsOverwriteInPlace: a write over a preallocated file's zeros,
+// not synced, is lost (PowerLoss, and ZeroTail: no size changed), torn to
+// its first half (TornTail), or kept (ProcessKill); the file's size never
+// changes. A synced overwrite survives every mode.
+func TestCrashFsOverwriteInPlace(t *testing.T) {
+	c := NewCrashFs()
+	require.NoError(t, c.Mkdir("/d", 0o700))
+	syncDir(t, c, "/")
+	writeFile(t, c, "/d/f", "one\n\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00", true)
+	syncDir(t, c, "/d")
+	f, err := c.OpenFile("/d/f", os.O_RDWR, 0)
+	require.NoError(t, err)
+	_, err = f.WriteAt([]byte("two\n"), 4)
+	require.NoError(t, err)
+	require.NoError(t, f.Sync())
+	_, err = f.WriteAt([]byte("three!\n"), 8)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	tests := []struct {
+		mode Mode
+		want string
+	}{
+		{ProcessKill, "one\ntwo\nthree!\n\x00"},
+		{PowerLoss, "one\ntwo\n\x00\x00\x00\x00\x00\x00\x00\x00"},
+		{PowerLossTornTail, "one\ntwo\nthr\x00\x00\x00\x00\x00"},
+		{PowerLossZeroTail, "one\ntwo\n\x00\x00\x00\x00\x00\x00\x00\x00"},
+		{PowerLossMetadata, "one\ntwo\n\x00\x00\x00\x00\x00\x00\x00\x00"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mode.String(), func(t *testing.T) {
+			assert.Equal(t, tt.want, content(t, c.Image(tt.mode), "/d/f"))
+		})
+	}
+}

@@ -13,13 +13,15 @@ const (
 	// PowerLoss: only what was synced survives: file content as of its
 	// last Sync, directory entries as of the directory's last Sync.
 	PowerLoss
-	// PowerLossTornTail: as PowerLoss, but a file whose synced content is
-	// a prefix of its content (an append not yet synced) keeps the first
-	// half of the unsynced tail: a torn append.
+	// PowerLossTornTail: as PowerLoss, but a file written since its last
+	// Sync keeps the first half of what changed: a torn append, or a torn
+	// overwrite in place (the range from the first to the last byte that
+	// differs from the synced content).
 	PowerLossTornTail
 	// PowerLossZeroTail: as PowerLoss, but an unsynced append leaves its
 	// length behind, filled with zeros (the file size was committed, its
-	// data blocks were not, as ext4 data=writeback allows).
+	// data blocks were not, as ext4 data=writeback allows). An unsynced
+	// overwrite in place leaves the old bytes, as PowerLoss does.
 	PowerLossZeroTail
 	// PowerLossMetadata: every directory entry survives, synced or not,
 	// but file content only as synced: a rename or create can outlive the
@@ -82,16 +84,43 @@ func (m Mode) content(n *node) []byte {
 		return bytes.Clone(n.data)
 	}
 	out := bytes.Clone(n.synced)
-	appended := len(n.data) > len(n.synced) && bytes.HasPrefix(n.data, n.synced)
-	if !appended {
+	lo, hi, ok := changed(n.synced, n.data)
+	if !ok {
 		return out
 	}
-	tail := n.data[len(n.synced):]
 	switch m {
 	case PowerLossTornTail:
-		out = append(out, tail[:len(tail)/2]...)
+		half := n.data[lo : lo+(hi-lo)/2]
+		if hi > len(out) { // an append: the file ends where the tear does
+			out = append(out[:lo:lo], half...)
+		} else {
+			copy(out[lo:], half)
+		}
 	case PowerLossZeroTail:
-		out = append(out, make([]byte, len(tail))...)
+		if len(n.data) > len(out) {
+			out = append(out, make([]byte, len(n.data)-len(out))...)
+		}
 	}
 	return out
+}
+
+// changed returns the range [lo, hi) of data that differs from synced, the
+// content as of the last Sync, when data is synced written over (in place)
+// or extended; it reports false when nothing changed, or when the file was
+// truncated below its synced size (no store write does that).
+func changed(synced, data []byte) (lo, hi int, ok bool) {
+	if len(data) < len(synced) {
+		return 0, 0, false
+	}
+	lo = 0
+	for lo < len(synced) && synced[lo] == data[lo] {
+		lo++
+	}
+	hi = len(data)
+	if hi == len(synced) {
+		for hi > lo && synced[hi-1] == data[hi-1] {
+			hi--
+		}
+	}
+	return lo, hi, lo < hi
 }

@@ -20,6 +20,7 @@ import (
 const about = "catena: a chained CNI meta-plugin with a durable per-step record"
 
 func main() {
+	tuneRuntime()
 	skel.PluginMainFuncs(skel.CNIFuncs{
 		Add: func(a *skel.CmdArgs) error {
 			return run(a, func(e *libchain.Engine, ctx context.Context, r libchain.Request) error {

@@ -1,0 +1,156 @@
+package cache
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+
+	"github.com/spf13/afero"
+)
+
+// Preallocated journals. A record file is created with its first entry
+// followed by zeros, written (not fallocate'd: ext4 would then convert the
+// unwritten extents on the first write, a metadata change), so that the
+// following entries overwrite zeros in place: the file's size and blocks
+// never change, and their fdatasync flushes data without waiting for an
+// ext4 journal commit. Under 50 concurrent ADDs that commit is what each
+// durable write queued behind (README, "Record writes").
+//
+// Layout: entries, each ending in a newline, then only zero bytes up to
+// the end of the file. JSON has no zero byte, so the first zero ends the
+// entries. A write of an entry in place can be torn by a crash like an
+// append: a prefix of the entry lands, the rest stays zero; Load reads it
+// as a torn final line, and the next Save compacts. A non-zero byte after
+// the first zero is damage (a bit flip in an entry, or in the padding) and
+// makes the file corrupt rather than silently shorter.
+//
+// A journal written before this layout (schema-1 records of earlier
+// releases) has no padding: an entry is appended to it as before.
+
+const (
+	// slotPage is the unit files are preallocated in.
+	slotPage = 4 << 10
+	// slotPerStep is the room preallocated per delegate of the record: an
+	// ADD writes the record whole once, then one delta per delegate
+	// (about 1.2 KB each for the reference plugins); DEL and retries add
+	// a few more. A 3-delegate chain's ADD writes 4.7 KB into 8 KiB.
+	slotPerStep = 1536
+)
+
+// padded returns full, the first entry of a journal of a record of steps
+// delegates, followed by the zeros that preallocate the journal: room for
+// one delta per delegate, in whole pages, at most compactAt (past which
+// the next Save compacts anyway).
+func padded(full []byte, steps int) []byte {
+	size := roundUp(len(full)+slotPerStep*(steps+1), slotPage)
+	if size > compactAt {
+		size = max(compactAt, len(full))
+	}
+	out := make([]byte, size)
+	copy(out, full)
+	return out
+}
+
+func roundUp(n, unit int) int { return (n + unit - 1) / unit * unit }
+
+// unpad returns the entries of a journal: data up to its first zero byte,
+// which must be followed by zeros only.
+func unpad(data []byte) ([]byte, error) {
+	end := bytes.IndexByte(data, 0)
+	if end < 0 {
+		return data, nil
+	}
+	if i := bytes.IndexFunc(data[end:], func(r rune) bool { return r != 0 }); i >= 0 {
+		return nil, corruptf("byte %d: data after the zero padding that starts at byte %d", end+i, end)
+	}
+	return data[:end], nil
+}
+
+// writeEntry writes an entry into the journal at path and fdatasyncs it, if
+// path is a journal that can take one: it exists, its entries end in a
+// newline and stop before compactAt. The entry goes right after them: in
+// place, over the zeros, or, where the zeros run out, extending the file. The entry is delta if the file, as fstat'ed through the handle
+// that writes, is still base, else full. It reports false, with no error and
+// nothing written, when the caller must replace the file instead.
+func writeEntry(fsys afero.Fs, path string, full func() ([]byte, error), delta []byte, base fileMark) (fileMark, bool, error) {
+	flags := os.O_RDWR // read: the entries' end, through the same handle
+	if isRealDisk(fsys) {
+		flags |= syscall.O_NOFOLLOW
+	}
+	f, err := fsys.OpenFile(path, flags, filePerm)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) || isSymlinkLoop(err) {
+			return fileMark{}, false, nil // first write, or a link the replace will overwrite
+		}
+		return fileMark{}, false, fmt.Errorf("open %s: %w", path, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return fileMark{}, false, fmt.Errorf("stat %s: %w", path, err)
+	}
+	data := delta
+	if data == nil || !base.valid() || markOf(fi) != base {
+		if data, err = full(); err != nil {
+			_ = f.Close()
+			return fileMark{}, false, err
+		}
+	}
+	at, ok, err := entryOffset(f, path, fi, len(data))
+	if err != nil || !ok {
+		_ = f.Close()
+		return fileMark{}, false, err
+	}
+	n, err := f.WriteAt(data, at)
+	if err == nil && n != len(data) {
+		err = io.ErrShortWrite
+	}
+	if err == nil {
+		err = datasync(f)
+	}
+	if err == nil {
+		fi, err = f.Stat()
+	}
+	if err != nil {
+		// The entry may now be partial: the next Save finds no newline
+		// before the zeros and compacts, and Load ignores an entry that
+		// does not verify.
+		_ = f.Close()
+		return fileMark{}, false, fmt.Errorf("write entry to %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fileMark{}, false, fmt.Errorf("close %s: %w", path, err)
+	}
+	return markOf(fi), true, nil
+}
+
+// entryOffset returns where an entry of n bytes goes in the open journal:
+// right after its entries, if it is a private regular file of ours whose
+// entries end in a newline before compactAt, followed by zeros only, and
+// the entry stays within what Load reads. It reports false otherwise; a
+// file over twice compactAt is not even read (it is compacted).
+func entryOffset(f afero.File, path string, fi os.FileInfo, n int) (int64, bool, error) {
+	if err := checkOwned(path, fi); err != nil {
+		return 0, false, err
+	}
+	size := fi.Size()
+	if checkRecordInfo(fi) != nil || size == 0 || size > 2*compactAt {
+		return 0, false, nil
+	}
+	data := make([]byte, size)
+	if _, err := f.ReadAt(data, 0); err != nil && !errors.Is(err, io.EOF) {
+		return 0, false, fmt.Errorf("read %s: %w", path, err)
+	}
+	entries, err := unpad(data)
+	if err != nil || len(entries) == 0 || entries[len(entries)-1] != '\n' || len(entries) >= compactAt {
+		return 0, false, nil //nolint:nilerr // damage: the replace rewrites it whole
+	}
+	end := int64(len(entries))
+	if end+int64(n) > maxRecordSize {
+		return 0, false, nil
+	}
+	return end, true, nil
+}
