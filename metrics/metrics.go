@@ -67,8 +67,8 @@ func New() *Metrics {
 		"Lines of the event journal that were not an operation (junk, torn or too long) and were skipped.")
 	m.records = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "catena_records",
 		Help: "Attachment records at the last reconcile pass, by network and phase (unreadable: the record cannot be trusted)."}, []string{"network", "phase"})
-	m.held = gauge("catena_held_attachments", "Attachments whose teardown failed and is still held (phase needs-teardown), at the last pass.")
-	m.oldestHeld = gauge("catena_oldest_held_attachment_age_seconds", "How long the oldest held attachment's DEL has been failing, at the last pass (0: none).")
+	m.held = gauge("catena_held_attachments", "Attachments whose teardown failed and is still held (phase needs-teardown) after the last pass and its retries.")
+	m.oldestHeld = gauge("catena_oldest_held_attachment_age_seconds", "How long the oldest attachment still held after the last pass has been failing its DEL (0: none).")
 	m.passes = counter("catena_reconcile_passes_total", "Reconcile passes run.")
 	m.passErrors = counter("catena_reconcile_pass_errors_total", "Reconcile passes that met an error (see the agent's log).")
 	m.candidates = counter("catena_reconcile_candidates_total", "Records found without a sandbox, with a free lock and unchanged within the grace period, summed over passes.")

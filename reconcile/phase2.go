@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/catena-cni/catena/cache"
 	"github.com/catena-cni/catena/libchain"
@@ -121,6 +122,7 @@ func (p *pass) retry(ctx context.Context, recs []*cache.Record) {
 		switch {
 		case err == nil:
 			p.Backoff.Forget(key)
+			p.released(rec)
 			p.rep.Retried++
 			p.rep.Decisions = append(p.rep.Decisions, Decision{Key: key, Action: ActRetried, Abandoned: res.Abandoned, Reason: string(rec.Phase)})
 			p.log().Info("reconcile: retried a teardown", "attachment", key.String(), "abandoned", res.Abandoned)
@@ -133,4 +135,24 @@ func (p *pass) retry(ctx context.Context, recs []*cache.Record) {
 			p.log().Warn("reconcile: teardown retry failed; backing off", "attachment", key.String(), "error", err)
 		}
 	}
+}
+
+// released takes a record whose teardown this pass finished out of the
+// held figures, so that they say what is still held after the pass.
+func (p *pass) released(rec *cache.Record) {
+	if rec.Phase != cache.PhaseNeedsTeardown {
+		return
+	}
+	p.rep.Held--
+	p.rep.OldestHeld = 0
+	for _, r := range p.recs {
+		if r.Phase == cache.PhaseNeedsTeardown && r.Key != rec.Key && !p.wasReleased(r.Key) {
+			p.rep.OldestHeld = max(p.rep.OldestHeld, p.now.Sub(heldSince(r)))
+		}
+	}
+	p.releasedKeys = append(p.releasedKeys, rec.Key)
+}
+
+func (p *pass) wasReleased(key cache.Key) bool {
+	return slices.Contains(p.releasedKeys, key)
 }

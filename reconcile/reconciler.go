@@ -119,6 +119,8 @@ type pass struct {
 	// keep is why nothing may be reclaimed in this pass ("": reclaim).
 	keep string
 	due  []*cache.Record
+	// releasedKeys are the held records this pass's retries released.
+	releasedKeys []cache.Key
 }
 
 // Mark is cache.Mark, named here for the package's readers.

@@ -72,8 +72,8 @@ type Report struct {
 	Retried      int    `json:"retried"`
 	RetryFailed  int    `json:"retryFailed"`
 	Abandoned    int    `json:"abandoned"`
-	// Held records need teardown; OldestHeld is since when the oldest
-	// one's DEL has been failing.
+	// Held records need teardown after the pass (its retries done);
+	// OldestHeld is since when the oldest one's DEL has been failing.
 	Held       int           `json:"held"`
 	OldestHeld time.Duration `json:"oldestHeldNs"`
 	Counts     []RecordCount `json:"recordCounts"`

@@ -53,6 +53,8 @@ func TestRetryWithBackoff(t *testing.T) {
 	rep := w.pass()
 	assert.Equal(t, ActRetried, actionOf(rep, "h1"))
 	assert.Equal(t, 1, rep.Retried)
+	assert.Zero(t, rep.Held, "held counts what is still held after the pass's retries")
+	assert.Zero(t, rep.OldestHeld)
 	assert.False(t, w.exists("h1"))
 	assert.Zero(t, w.bo.Len(), "forgotten once done")
 	assert.NotEmpty(t, rep.RuntimeError, "the runtime was never needed")
