@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -182,6 +183,12 @@ func readRecord(t *testing.T, path string) map[string]any {
 	t.Helper()
 	raw, err := os.ReadFile(path)
 	require.NoError(t, err)
+	// The entries end at the zeros that preallocate the file, which must
+	// run to its end (cache/journal_slot.go).
+	if end := bytes.IndexByte(raw, 0); end >= 0 {
+		require.Empty(t, bytes.Trim(raw[end:], "\x00"), "non-zero bytes after the padding of %s", path)
+		raw = raw[:end]
+	}
 	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
 	require.NotEmpty(t, lines)
 	// Replay the journal: a snapshot's "record" stands alone; a delta's
