@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/catena-cni/catena/cli/clitest"
 )
 
 const primaryCL = `{"cniVersion":"1.0.0","name":"podnet","plugins":[{"type":"bridge","bridge":"cni0"},{"type":"portmap","capabilities":{"portMappings":true}}]}`
@@ -158,4 +160,15 @@ func TestFlagsFromEnv(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestErrorsAreTerminalSafe: an error carrying text from the node's files
+// (here the name of an invalid primary, with terminal escapes) reaches
+// stderr escaped, shown and never obeyed.
+func TestErrorsAreTerminalSafe(t *testing.T) {
+	n := newNode(t, map[string]string{"10-x\x1b]0;owned\x07\x1b[2J\u202eevil.conflist": `{"name":`})
+	code, _, stderr := runAgent(t, append([]string{"install", "--once"}, n.installArgs()...)...)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, `10-x\x1b]0;owned\x07\x1b[2J\u202eevil.conflist: not valid JSON`, "the name is shown, escaped")
+	clitest.AssertTerminalSafe(t, stderr, "catena-agent's stderr")
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/catena-cni/catena/adopt"
 	"github.com/catena-cni/catena/agent"
+	"github.com/catena-cni/catena/cli"
 	"github.com/catena-cni/catena/metrics"
 	"github.com/catena-cni/catena/reconcile"
 )
@@ -50,8 +50,8 @@ type observability struct {
 // the reconcile loop over cacheDir.
 func (r *reconcileFlags) setup(mux *http.ServeMux, cacheDir, binDir string, log *slog.Logger, stderr io.Writer) (*observability, error) {
 	if r.interval < 0 || r.opts.Grace <= 0 || r.opts.AbandonAfter < 0 {
-		return nil, &usageError{fmt.Errorf("--reconcile-interval %s, --grace %s, --abandon-after %s: grace must be positive, the others not negative",
-			r.interval, r.opts.Grace, r.opts.AbandonAfter)}
+		return nil, cli.Usagef("--reconcile-interval %s, --grace %s, --abandon-after %s: grace must be positive, the others not negative",
+			r.interval, r.opts.Grace, r.opts.AbandonAfter)
 	}
 	m := metrics.New()
 	tail := metrics.NewJournalTail(cacheDir, m)
@@ -67,7 +67,7 @@ func (r *reconcileFlags) setup(mux *http.ServeMux, cacheDir, binDir string, log 
 	rec, lister, err := reconcile.NewNode(reconcile.NodeConfig{CacheDir: cacheDir, RuntimeEndpoint: r.endpoint, Options: r.opts,
 		Log: log, Observer: m, DelegateStderr: stderr})
 	if err != nil {
-		return nil, &usageError{err}
+		return nil, &cli.UsageError{Err: err}
 	}
 	o.closer = lister
 	o.loop = &reconcile.Loop{R: rec, Interval: r.interval, BeforePass: func() {

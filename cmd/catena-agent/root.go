@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/catena-cni/catena/adopt"
+	"github.com/catena-cni/catena/cli"
 	"github.com/catena-cni/catena/libchain"
 	"github.com/catena-cni/catena/nodeconf"
 )
@@ -42,12 +42,6 @@ type env struct {
 	selfDir string
 }
 
-// usageError is a command line mistake: exit code 2.
-type usageError struct{ err error }
-
-func (e *usageError) Error() string { return e.err.Error() }
-func (e *usageError) Unwrap() error { return e.err }
-
 // run executes catena-agent with args and returns the exit code: 0 on
 // success, 1 on failure, 2 on a usage error.
 func run(args []string, e env) int {
@@ -57,24 +51,7 @@ func run(args []string, e env) int {
 }
 
 func runContext(ctx context.Context, args []string, e env) int {
-	root := newRootCmd(e)
-	root.SetArgs(args)
-	_, _, err := root.Find(args)
-	if err != nil {
-		err = &usageError{err}
-	} else {
-		err = root.ExecuteContext(ctx)
-	}
-	if err == nil {
-		return 0
-	}
-	fmt.Fprintf(e.stderr, "catena-agent: %v\n", err)
-	var ue *usageError
-	if errors.As(err, &ue) {
-		fmt.Fprintln(e.stderr, "run 'catena-agent --help' for usage")
-		return 2
-	}
-	return 1
+	return cli.Execute(ctx, newRootCmd(e), args, e.stderr)
 }
 
 func newRootCmd(e env) *cobra.Command {
@@ -109,7 +86,7 @@ Exit codes: 0 success, 1 failure (the message says why), 2 usage error.`,
 	}
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cli.UsageError{Err: err} })
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return flagsFromEnv(cmd.Flags(), e.getenv) }
 	root.AddCommand(installCmd(e), uninstallCmd(e), runCmd(e))
 	return root
@@ -149,7 +126,7 @@ func (f *installFlags) register(cmd *cobra.Command, e env) {
 func (f *installFlags) logger(w io.Writer) (*slog.Logger, error) {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return nil, &usageError{fmt.Errorf("--log-level %q: %w", f.logLevel, err)}
+		return nil, &cli.UsageError{Err: fmt.Errorf("--log-level %q: %w", f.logLevel, err)}
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lvl})), nil
 }
@@ -157,10 +134,10 @@ func (f *installFlags) logger(w io.Writer) (*slog.Logger, error) {
 // installer builds the Installer the flags describe.
 func (f *installFlags) installer(e env) (*nodeconf.Installer, error) {
 	if err := f.cfg.Validate(); err != nil {
-		return nil, &usageError{err}
+		return nil, &cli.UsageError{Err: err}
 	}
 	if f.resync <= 0 {
-		return nil, &usageError{fmt.Errorf("--resync %s: must be positive", f.resync)}
+		return nil, &cli.UsageError{Err: fmt.Errorf("--resync %s: must be positive", f.resync)}
 	}
 	log, err := f.logger(e.stderr)
 	if err != nil {
@@ -190,7 +167,7 @@ func flagsFromEnv(fl *pflag.FlagSet, getenv func(string) string) error {
 			return
 		}
 		if serr := fl.Set(f.Name, v); serr != nil {
-			err = &usageError{fmt.Errorf("%s=%q: %w", name, v, serr)}
+			err = &cli.UsageError{Err: fmt.Errorf("%s=%q: %w", name, v, serr)}
 		}
 	})
 	return err

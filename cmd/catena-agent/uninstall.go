@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/cli"
 	"github.com/catena-cni/catena/libchain"
 	"github.com/catena-cni/catena/nodeconf"
 )
@@ -63,7 +64,7 @@ running.`,
 // printRecords lists the attachments that still have a record.
 func printRecords(e env, cacheDir string) error {
 	if !filepath.IsAbs(cacheDir) {
-		return &usageError{errors.New("--cache-dir must be an absolute path")}
+		return &cli.UsageError{Err: errors.New("--cache-dir must be an absolute path")}
 	}
 	st := cache.NewDiskStore(e.fs, cacheDir, cache.NewFlockLocker(filepath.Join(cacheDir, cache.LocksDir)))
 	keys, err := st.List()

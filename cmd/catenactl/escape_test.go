@@ -8,13 +8,12 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/cli/clitest"
 )
 
 // hostile is delegate text that would act on a terminal if printed raw: an
@@ -22,38 +21,6 @@ import (
 // overwrites the line, NUL, the C1 CSI, a right-to-left override and bytes
 // that are not UTF-8.
 const hostile = "boom\x1b]0;owned\x07\x1b[2J\rhidden\x00\u009b31m\u202eevil\x7f\xff\xfe end"
-
-// assertTerminalSafe fails if out holds anything a terminal could act on:
-// invalid UTF-8, a control character other than newline, or a bidi override.
-func assertTerminalSafe(t *testing.T, out, what string) {
-	t.Helper()
-	require.True(t, utf8.ValidString(out), "%s holds invalid UTF-8: %q", what, out)
-	for i, r := range out {
-		if (unicode.IsControl(r) && r != '\n') || r == '\u202e' {
-			assert.Failf(t, "raw control character", "%s holds %U at byte %d: %q", what, r, i, out)
-			return
-		}
-	}
-}
-
-func TestPrintable(t *testing.T) {
-	tests := []struct{ in, want, wantLines string }{
-		{"plain text: ok (ünïcode €)", "plain text: ok (ünïcode €)", "plain text: ok (ünïcode €)"},
-		{"a\tb\nc\rd", `a\tb\nc\rd`, "a\tb\nc\\rd"},
-		{"\x1b[2J\x00\x07\x7f", `\x1b[2J\x00\x07\x7f`, `\x1b[2J\x00\x07\x7f`},
-		{"\u009b31m \u0085", `\u009b31m \u0085`, `\u009b31m \u0085`},
-		{"\u202eevil\u2066x\u2069\u200f\u2028", `\u202eevil\u2066x\u2069\u200f\u2028`, `\u202eevil\u2066x\u2069\u200f\u2028`},
-		{"bad \xff\xfe utf8 \xe2\x82", `bad \xff\xfe utf8 \xe2\x82`, `bad \xff\xfe utf8 \xe2\x82`},
-		{"a real \uFFFD stays", "a real \uFFFD stays", "a real \uFFFD stays"},
-		{`a \ backslash`, `a \ backslash`, `a \ backslash`},
-		{"", "", ""},
-	}
-	for _, tt := range tests {
-		assert.Equal(t, tt.want, printable(tt.in), "printable(%q)", tt.in)
-		assert.Equal(t, tt.wantLines, printableLines(tt.in), "printableLines(%q)", tt.in)
-		assertTerminalSafe(t, printable(tt.in), "printable")
-	}
-}
 
 // evilPlugin fails VERSION and DEL with hostile text in its CNI error, and
 // succeeds otherwise.
@@ -87,7 +54,7 @@ func TestHostileTextIsEscaped(t *testing.T) {
 	require.NoError(t, os.WriteFile(bad, []byte("junk\x1b[2J\n"), 0o600))
 	_, stderr, code := f.run("show", "c-bad")
 	assert.Equal(t, 1, code)
-	assertTerminalSafe(t, stderr, "show of an unreadable record: stderr")
+	clitest.AssertTerminalSafe(t, stderr, "show of an unreadable record: stderr")
 	assert.Contains(t, stderr, `record of podnet/c-bad/e\x1b[2J: `)
 	require.NoError(t, os.Remove(bad))
 
@@ -95,15 +62,15 @@ func TestHostileTextIsEscaped(t *testing.T) {
 	for _, args := range [][]string{{"show", "c-evil"}, {"list"}, {"doctor"}} {
 		out, stderr, code := f.run(args...)
 		assert.NotEqual(t, 2, code, "%v: %s", args, stderr)
-		assertTerminalSafe(t, out, fmt.Sprint(args, " stdout"))
-		assertTerminalSafe(t, stderr, fmt.Sprint(args, " stderr"))
+		clitest.AssertTerminalSafe(t, out, fmt.Sprint(args, " stdout"))
+		clitest.AssertTerminalSafe(t, stderr, fmt.Sprint(args, " stderr"))
 		if args[0] != "list" {
 			assert.Contains(t, out, escaped, "%v shows the text, escaped", args)
 		}
 	}
 	out, stderr, code := f.run("show", "c-evil", "--json")
 	require.Equal(t, 0, code, stderr)
-	assertTerminalSafe(t, out, "show --json")
+	clitest.AssertTerminalSafe(t, out, "show --json")
 	recs := decodeJSON[[]cache.Record](t, out)
 	require.Len(t, recs, 2)
 	want := string([]rune(hostile)) // as stored: invalid UTF-8 became U+FFFD
@@ -111,7 +78,7 @@ func TestHostileTextIsEscaped(t *testing.T) {
 	assert.Equal(t, "e\x1b[31m\u202e", recs[0].Key.IfName)
 
 	out, _, _ = f.run("doctor", "--json")
-	assertTerminalSafe(t, out, "doctor --json")
+	clitest.AssertTerminalSafe(t, out, "doctor --json")
 	assert.Contains(t, out, `boom\u001b]0;owned\u0007\u001b[2J\rhidden\u0000\u009b31m\u202eevil\u007f`, "the plugin's error")
 
 	// repair runs evilplug's DEL, which fails with the hostile text: the
@@ -125,8 +92,8 @@ func TestHostileTextIsEscaped(t *testing.T) {
 	for _, args := range [][]string{{"repair"}, {"repair", "--json"}} {
 		out, stderr, code = f.run(args...)
 		assert.Equal(t, 1, code, "%v: %s", args, stderr)
-		assertTerminalSafe(t, out, fmt.Sprint(args, " stdout"))
-		assertTerminalSafe(t, stderr, fmt.Sprint(args, " stderr"))
+		clitest.AssertTerminalSafe(t, out, fmt.Sprint(args, " stdout"))
+		clitest.AssertTerminalSafe(t, stderr, fmt.Sprint(args, " stderr"))
 	}
 	assert.Contains(t, out, `boom\u001b]0;owned`, "repair --json")
 	out, _, _ = f.run("repair")
@@ -141,7 +108,7 @@ func TestWriteJSONEscapesWhatEncodingJSONLeaves(t *testing.T) {
 	var buf bytes.Buffer
 	require.NoError(t, writeJSON(&buf, v))
 	out := buf.String()
-	assertTerminalSafe(t, out, "writeJSON")
+	clitest.AssertTerminalSafe(t, out, "writeJSON")
 	var got map[string]any
 	require.NoError(t, json.Unmarshal(buf.Bytes(), &got), out)
 	assert.Equal(t, "a\x1b[2J\u009b\u202e\x7f\u2066b\n", got["text"], "the escapes mean the same characters")

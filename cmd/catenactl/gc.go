@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/cli"
 	"github.com/catena-cni/catena/libchain"
 )
 
@@ -55,7 +56,7 @@ past errors, reports them all, and then exits 1.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if (validFile == "") == !opts.StaleNetNS {
-				return usagef("gc needs exactly one of --valid FILE and --stale-netns")
+				return cli.Usagef("gc needs exactly one of --valid FILE and --stale-netns")
 			}
 			eng, req, closeLog, err := a.engine()
 			if err != nil {

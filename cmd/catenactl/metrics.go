@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 	"github.com/spf13/cobra"
+
+	"github.com/catena-cni/catena/cli"
 )
 
 // recordCount is how many records of a network are in one phase.
@@ -134,7 +136,7 @@ func (x *exposition) summary(d *prometheus.Desc, p50, p95, total time.Duration, 
 func printableAll(labels []string) []string {
 	out := make([]string, len(labels))
 	for i, l := range labels {
-		out[i] = printableLines(l)
+		out[i] = cli.PrintableLines(l)
 	}
 	return out
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/cli/clitest"
 )
 
 var (
@@ -157,7 +158,7 @@ func TestExpositionEscapesAndLints(t *testing.T) {
 	require.NoError(t, writeExposition(&buf, m))
 	out := buf.String()
 	assert.Contains(t, out, `catena_records{network="a\\b\"c\nd",phase="esc \\x1b[2J bad \\xff"} 2`)
-	assertTerminalSafe(t, out, "exposition")
+	clitest.AssertTerminalSafe(t, out, "exposition")
 	parseExposition(t, out)
 	problems, err := testutil.GatherAndLint(prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
 		parser := expfmt.NewTextParser(model.LegacyValidation)

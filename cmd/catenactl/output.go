@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/catena-cni/catena/cli"
 )
 
 // writeJSON prints v as indented JSON. encoding/json escapes the C0
@@ -22,7 +24,7 @@ func writeJSON(w io.Writer, v any) error {
 	if err := enc.Encode(v); err != nil {
 		return fmt.Errorf("writing JSON: %w", err)
 	}
-	if _, err := w.Write(escapeJSON(buf.Bytes())); err != nil {
+	if _, err := w.Write(cli.EscapeJSON(buf.Bytes())); err != nil {
 		return fmt.Errorf("writing JSON: %w", err)
 	}
 	return nil
@@ -44,7 +46,7 @@ func newTable(w io.Writer, header ...string) *table {
 // reaches the terminal as text.
 func (t *table) row(cells ...string) {
 	for i, c := range cells {
-		cells[i] = printable(c)
+		cells[i] = cli.Printable(c)
 	}
 	fmt.Fprintln(t.tw, strings.Join(cells, "\t"))
 }

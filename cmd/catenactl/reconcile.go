@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/catena-cni/catena/cli"
 	"github.com/catena-cni/catena/reconcile"
 )
 
@@ -41,10 +42,10 @@ decision. Exits 1 if the pass met an error.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if opts.Grace <= 0 {
-				return usagef("--grace %s: must be positive", opts.Grace)
+				return cli.Usagef("--grace %s: must be positive", opts.Grace)
 			}
 			if opts.AbandonAfter < 0 {
-				return usagef("--abandon-after %s: must not be negative", opts.AbandonAfter)
+				return cli.Usagef("--abandon-after %s: must not be negative", opts.AbandonAfter)
 			}
 			cacheDir, err := a.resolveCacheDir()
 			if err != nil {
@@ -54,7 +55,7 @@ decision. Exits 1 if the pass met an error.`,
 			r, lister, err := reconcile.NewNode(reconcile.NodeConfig{CacheDir: cacheDir, RuntimeEndpoint: endpoint, Options: opts,
 				Log: slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), DelegateStderr: a.stderr})
 			if err != nil {
-				return usagef("%w", err)
+				return cli.Usagef("%w", err)
 			}
 			defer func() { _ = lister.Close() }()
 			r.Now = a.now
@@ -84,13 +85,13 @@ func printReconcile(w io.Writer, rep *reconcile.Report) error {
 		if d.Action == reconcile.ActAlive {
 			continue
 		}
-		t.row(string(d.Action), d.Key.Network, d.Key.ContainerID, d.Key.IfName, printable(d.Reason))
+		t.row(string(d.Action), d.Key.Network, d.Key.ContainerID, d.Key.IfName, cli.Printable(d.Reason))
 	}
 	if err := t.flush(); err != nil {
 		return err
 	}
 	if rep.RuntimeError != "" {
-		fmt.Fprintf(w, "runtime error: %s\n", printable(rep.RuntimeError))
+		fmt.Fprintf(w, "runtime error: %s\n", cli.Printable(rep.RuntimeError))
 	}
 	_, err := fmt.Fprintf(w, "reconcile: %d records (%d from a CRI runtime), %d sandboxes, %d candidates, %d marked, %d reclaimed, %d kept because of errors, %d retried, %d retries failed, %d held, %s\n",
 		rep.Records, rep.InScope, rep.Sandboxes, rep.Candidates, rep.Marked, rep.Reclaimed, rep.Kept, rep.Retried, rep.RetryFailed, rep.Held,

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/cli"
 	"github.com/catena-cni/catena/libchain"
 )
 
@@ -53,10 +54,10 @@ the network.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f := cmd.Flags()
 			if container == "" && (f.Changed("delegate") || f.Changed("ifname")) {
-				return usagef("--delegate and --ifname go with --abandon")
+				return cli.Usagef("--delegate and --ifname go with --abandon")
 			}
 			if container != "" && !f.Changed("delegate") {
-				return usagef("--abandon needs --delegate INDEX (see `catenactl show %s`)", container)
+				return cli.Usagef("--abandon needs --delegate INDEX (see `catenactl show %s`)", container)
 			}
 			eng, req, closeLog, err := a.engine()
 			if err != nil {
@@ -111,7 +112,7 @@ func (a *app) abandon(ctx context.Context, eng *libchain.Engine, conf *libchain.
 		}
 	}
 	if err := key.Validate(); err != nil {
-		return nil, usagef("--abandon: %w", err)
+		return nil, cli.Usagef("--abandon: %w", err)
 	}
 	at := a.now()
 	lctx, cancel := context.WithTimeout(ctx, conf.LockTimeout)
@@ -144,13 +145,13 @@ func onlyAttachment(s cache.Store, network, container string) (cache.Key, error)
 	for i, k := range found {
 		names[i] = k.IfName
 	}
-	return cache.Key{}, usagef("container %q has %d attachments on network %q: pass --ifname (one of: %s)",
+	return cache.Key{}, cli.Usagef("container %q has %d attachments on network %q: pass --ifname (one of: %s)",
 		container, len(found), network, strings.Join(names, ", "))
 }
 
 func printRepair(w io.Writer, out repairOutput) error {
 	if ab := out.Abandoned; ab != nil {
-		fmt.Fprintf(w, "abandoned delegate %d of %s at %s\n", ab.Index, printable(ab.Key.String()), timestamp(ab.At))
+		fmt.Fprintf(w, "abandoned delegate %d of %s at %s\n", ab.Index, cli.Printable(ab.Key.String()), timestamp(ab.At))
 	}
 	rep := out.RepairReport
 	if len(rep.Repaired)+len(rep.Failed)+len(rep.Skipped) == 0 {

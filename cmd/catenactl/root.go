@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/cli"
 	"github.com/catena-cni/catena/libchain"
 )
 
@@ -44,42 +44,12 @@ type app struct {
 	json     bool
 }
 
-// usageError is a command line mistake: exit code 2, with a pointer to
-// --help.
-type usageError struct{ err error }
-
-func (e *usageError) Error() string { return e.err.Error() }
-func (e *usageError) Unwrap() error { return e.err }
-
-func usagef(format string, args ...any) error {
-	return &usageError{fmt.Errorf(format, args...)}
-}
-
 // run executes catenactl with args and returns the exit code: 0 on success,
 // 1 on failure, 2 on a usage error.
 func run(args []string, e env) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	root := newRootCmd(e)
-	root.SetArgs(args)
-	// An unknown command is a usage error; cobra does not type it.
-	_, _, err := root.Find(args)
-	if err != nil {
-		err = &usageError{err}
-	} else {
-		err = root.ExecuteContext(ctx)
-	}
-	if err == nil {
-		return 0
-	}
-	// The error may carry a delegate's text: shown, never obeyed.
-	fmt.Fprintf(e.stderr, "catenactl: %s\n", printableLines(err.Error()))
-	var ue *usageError
-	if errors.As(err, &ue) {
-		fmt.Fprintln(e.stderr, "run 'catenactl --help' for usage")
-		return 2
-	}
-	return 1
+	return cli.Execute(ctx, newRootCmd(e), args, e.stderr)
 }
 
 func newRootCmd(e env) *cobra.Command {
@@ -105,7 +75,7 @@ error.`,
 	}
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cli.UsageError{Err: err} })
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.confPath, "conf", "", "network config (.conflist or .conf) with the catena entry (default: the first such file in "+defaultNetDir+")")
 	pf.StringVar(&a.cacheDir, "cache-dir", "", "Catena's cache dir (default: the config's cacheDir)")
@@ -119,7 +89,7 @@ error.`,
 func exactArgs(n int) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if err := cobra.ExactArgs(n)(cmd, args); err != nil {
-			return &usageError{err}
+			return &cli.UsageError{Err: err}
 		}
 		return nil
 	}

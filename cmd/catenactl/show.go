@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/cli"
 )
 
 func (a *app) showCmd() *cobra.Command {
@@ -111,16 +112,16 @@ func (a *app) printRecord(w io.Writer, rec *cache.Record, path string) error {
 	}
 	fmt.Fprintln(w)
 	for _, s := range rec.Steps {
-		fmt.Fprintf(w, "delegate %d (%s) config: %s\n", s.Index, printable(s.Type), printable(orDash(string(s.Config))))
+		fmt.Fprintf(w, "delegate %d (%s) config: %s\n", s.Index, cli.Printable(s.Type), cli.Printable(orDash(string(s.Config))))
 		if len(s.Result) > 0 {
-			fmt.Fprintf(w, "delegate %d (%s) result: %s\n", s.Index, printable(s.Type), printable(string(s.Result)))
+			fmt.Fprintf(w, "delegate %d (%s) result: %s\n", s.Index, cli.Printable(s.Type), cli.Printable(string(s.Result)))
 		}
 	}
 	if len(rec.Result) > 0 {
-		fmt.Fprintf(w, "result: %s\n", printable(string(rec.Result)))
+		fmt.Fprintf(w, "result: %s\n", cli.Printable(string(rec.Result)))
 	}
 	if len(rec.PrevResult) > 0 {
-		fmt.Fprintf(w, "prevResult: %s\n", printable(string(rec.PrevResult)))
+		fmt.Fprintf(w, "prevResult: %s\n", cli.Printable(string(rec.PrevResult)))
 	}
 	return nil
 }

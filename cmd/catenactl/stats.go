@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/afero"
 	"github.com/spf13/cobra"
 
+	"github.com/catena-cni/catena/cli"
 	"github.com/catena-cni/catena/libchain"
 )
 
@@ -68,7 +69,7 @@ func windowFlag(cmd *cobra.Command, window *time.Duration) {
 // operations that started within window before now.
 func (a *app) loadStats(window time.Duration) (*stats, error) {
 	if window <= 0 {
-		return nil, usagef("--window must be positive, not %s", window)
+		return nil, cli.Usagef("--window must be positive, not %s", window)
 	}
 	cacheDir, err := a.resolveCacheDir()
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/catena-cni/catena/cli/clitest"
 	"github.com/catena-cni/catena/libchain"
 )
 
@@ -181,5 +182,5 @@ func TestStatsSurvivesJunkLines(t *testing.T) {
 	assert.Contains(t, out, "catena_events_unreadable_lines 5\n")
 	assert.Contains(t, out, `catena_operations{outcome="ok",verb="DEL"} 2`)
 	assert.Contains(t, out, `catena_delegate_calls{index="0",type="bridge\\x1b[2J",verb="DEL"} 1`, "ESC in a label is escaped")
-	assertTerminalSafe(t, out, "metrics")
+	clitest.AssertTerminalSafe(t, out, "metrics")
 }

@@ -1,4 +1,7 @@
-package main
+// Package cli holds what catenactl and catena-agent share on their command
+// line: exit codes and usage errors, and the escaping that shows text from a
+// record, an event or a delegate on a terminal without letting it act.
+package cli
 
 import (
 	"bytes"
@@ -8,20 +11,20 @@ import (
 	"unicode/utf8"
 )
 
-// printable returns s with everything a terminal could act on escaped, so
+// Printable returns s with everything a terminal could act on escaped, so
 // that text from a record, an event or a delegate is shown, never obeyed:
 // control characters (C0 including tab and newline, DEL, C1) as \t, \n, \r,
 // \xNN or \u00NN; bidirectional and line-separator format characters, which
 // can reorder or hide what is shown, as \uNNNN; and each byte of invalid
 // UTF-8 as \xNN. Text output uses it for every such string; JSON output
-// needs nothing more than encoding/json's escaping (see writeJSON).
-func printable(s string) string {
+// needs nothing more than encoding/json's escaping (see EscapeJSON).
+func Printable(s string) string {
 	return escapeText(s, false)
 }
 
-// printableLines is printable keeping newlines and tabs, for messages of
+// PrintableLines is Printable keeping newlines and tabs, for messages of
 // several lines (errors on stderr).
-func printableLines(s string) string {
+func PrintableLines(s string) string {
 	return escapeText(s, true)
 }
 
@@ -71,13 +74,13 @@ func mustEscape(r rune) bool {
 	return false
 }
 
-// escapeJSON escapes, in JSON that encoding/json wrote, what printable
+// EscapeJSON escapes, in JSON that encoding/json wrote, what Printable
 // escapes and encoding/json leaves raw: DEL, C1 and bidi characters as
 // \uNNNN, and a byte of invalid UTF-8 as \ufffd. Outside its strings
 // such JSON is ASCII without control characters other than the newlines
 // of indentation, so every rune replaced is inside a string, where the
 // escape means the same character.
-func escapeJSON(data []byte) []byte {
+func EscapeJSON(data []byte) []byte {
 	dirty := func(r rune) bool { return r == utf8.RuneError || (r != '\n' && mustEscape(r)) }
 	if bytes.IndexFunc(data, dirty) < 0 {
 		return data
