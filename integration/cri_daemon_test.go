@@ -3,7 +3,9 @@ package integration
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -229,6 +231,14 @@ func (d *containerd) removeDir() {
 		results, _ := filepath.Glob(filepath.Join(libcniResults, "*-"+id+"-*"))
 		for _, r := range results {
 			_ = os.Remove(r)
+		}
+		// The cgroups of its containers: a shim killed above leaves them
+		// behind, empty. rmdir removes nothing that still has a process.
+		cgroups, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup/*/k8s.io", id))
+		for _, cg := range cgroups {
+			if err := syscall.Rmdir(cg); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				d.t.Logf("cleanup: %s: %v", cg, err)
+			}
 		}
 		if d.version.legacy {
 			// 1.6's shim socket: /run/containerd/s/sha256(<address>/<namespace>/<id>)
