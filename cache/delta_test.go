@@ -230,3 +230,38 @@ func TestDeltaAfterFailedSave(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, string(mustEncode(t, rec)), string(mustEncode(t, got)))
 }
+
+// TestDeltaNeverAfterAnInPlaceWriter: another writer's entry written in
+// place changes neither the file's size nor, within the clock's
+// granularity, its mtime (set back here to make it so); it still moves the
+// end of the entries, and the next Save of this store writes a snapshot,
+// not a delta on a state it did not write.
+func TestDeltaNeverAfterAnInPlaceWriter(t *testing.T) {
+	forEachFs(t, func(t *testing.T, e storeEnv) {
+		other := NewDiskStore(e.fs, e.dir, NewMemLocker())
+		key := testKey("d7")
+		rec := sampleRecord(key)
+		require.NoError(t, e.store.Save(rec))
+		rec.TeardownAttempts = 1
+		require.NoError(t, e.store.Save(rec))
+		path := e.store.Path(key)
+		before, err := e.fs.Stat(path)
+		require.NoError(t, err)
+
+		theirs := sampleRecord(key)
+		theirs.Steps[1].State = StepDelFailed
+		require.NoError(t, other.Save(theirs))
+		after, err := e.fs.Stat(path)
+		require.NoError(t, err)
+		require.Equal(t, before.Size(), after.Size(), "written in place")
+		require.NoError(t, e.fs.Chtimes(path, before.ModTime(), before.ModTime()))
+		require.Equal(t, "SDS", lineKinds(readJournal(t, e, key)))
+
+		rec.TeardownAttempts = 2
+		require.NoError(t, e.store.Save(rec))
+		assert.Equal(t, "SDSS", lineKinds(readJournal(t, e, key)))
+		got, err := e.store.Load(key)
+		require.NoError(t, err)
+		assert.Equal(t, string(mustEncode(t, rec)), string(mustEncode(t, got)))
+	})
+}

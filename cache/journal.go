@@ -55,7 +55,7 @@ func saveEntry(fsys afero.Fs, path string, full func() ([]byte, error), delta []
 	if err != nil {
 		return fileMark{}, err
 	}
-	return markOf(fi), nil
+	return markOf(fi, int64(len(data))), nil
 }
 
 // datasync flushes f's data (and the size it implies) with fdatasync where

@@ -8,16 +8,22 @@ import (
 )
 
 // fileMark tells whether a journal is still exactly as this process last
-// wrote it: another writer's append changes its size and mtime, another
-// writer's replace its inode (and, were the inode number reused, its mtime).
+// wrote it: another writer's entry moves the end of the entries (written in
+// place, it changes neither the file's size nor, within the clock's
+// granularity, its mtime), an append also its size, and a replace its
+// inode (and, were the inode number reused, its mtime).
 type fileMark struct {
 	dev, ino uint64
 	size     int64
 	mtime    int64
+	// entries is where the entries end: the first zero of a
+	// preallocated journal, else its size.
+	entries int64
 }
 
-func markOf(fi os.FileInfo) fileMark {
-	m := fileMark{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+// markOf is the mark of a journal whose entries end at entries.
+func markOf(fi os.FileInfo, entries int64) fileMark {
+	m := fileMark{size: fi.Size(), mtime: fi.ModTime().UnixNano(), entries: entries}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		m.dev, m.ino = uint64(st.Dev), st.Ino //nolint:unconvert // Dev's type varies by platform
 	}

@@ -72,9 +72,10 @@ func unpad(data []byte) ([]byte, error) {
 // writeEntry writes an entry into the journal at path and fdatasyncs it, if
 // path is a journal that can take one: it exists, its entries end in a
 // newline and stop before compactAt. The entry goes right after them: in
-// place, over the zeros, or, where the zeros run out, extending the file. The entry is delta if the file, as fstat'ed through the handle
-// that writes, is still base, else full. It reports false, with no error and
-// nothing written, when the caller must replace the file instead.
+// place, over the zeros, or, where the zeros run out, extending the file.
+// The entry is delta if the file, as fstat'ed and read through the handle
+// that writes, is still base, else full. It reports false, with no error
+// and nothing written, when the caller must replace the file instead.
 func writeEntry(fsys afero.Fs, path string, full func() ([]byte, error), delta []byte, base fileMark) (fileMark, bool, error) {
 	flags := os.O_RDWR // read: the entries' end, through the same handle
 	if isRealDisk(fsys) {
@@ -92,19 +93,23 @@ func writeEntry(fsys afero.Fs, path string, full func() ([]byte, error), delta [
 		_ = f.Close()
 		return fileMark{}, false, fmt.Errorf("stat %s: %w", path, err)
 	}
+	end, ok, err := entriesEnd(f, path, fi)
+	if err != nil || !ok {
+		_ = f.Close()
+		return fileMark{}, false, err
+	}
 	data := delta
-	if data == nil || !base.valid() || markOf(fi) != base {
+	if data == nil || !base.valid() || markOf(fi, end) != base {
 		if data, err = full(); err != nil {
 			_ = f.Close()
 			return fileMark{}, false, err
 		}
 	}
-	at, ok, err := entryOffset(f, path, fi, len(data))
-	if err != nil || !ok {
+	if end+int64(len(data)) > maxRecordSize {
 		_ = f.Close()
-		return fileMark{}, false, err
+		return fileMark{}, false, nil
 	}
-	n, err := f.WriteAt(data, at)
+	n, err := f.WriteAt(data, end)
 	if err == nil && n != len(data) {
 		err = io.ErrShortWrite
 	}
@@ -124,15 +129,15 @@ func writeEntry(fsys afero.Fs, path string, full func() ([]byte, error), delta [
 	if err := f.Close(); err != nil {
 		return fileMark{}, false, fmt.Errorf("close %s: %w", path, err)
 	}
-	return markOf(fi), true, nil
+	return markOf(fi, end+int64(len(data))), true, nil
 }
 
-// entryOffset returns where an entry of n bytes goes in the open journal:
-// right after its entries, if it is a private regular file of ours whose
-// entries end in a newline before compactAt, followed by zeros only, and
-// the entry stays within what Load reads. It reports false otherwise; a
-// file over twice compactAt is not even read (it is compacted).
-func entryOffset(f afero.File, path string, fi os.FileInfo, n int) (int64, bool, error) {
+// entriesEnd returns where the entries of the open journal end, which is
+// where the next entry goes, if it is a private regular file of ours whose
+// entries end in a newline before compactAt, followed by zeros only. It
+// reports false otherwise; a file over twice compactAt is not even read (it
+// is compacted).
+func entriesEnd(f afero.File, path string, fi os.FileInfo) (int64, bool, error) {
 	if err := checkOwned(path, fi); err != nil {
 		return 0, false, err
 	}
@@ -148,9 +153,5 @@ func entryOffset(f afero.File, path string, fi os.FileInfo, n int) (int64, bool,
 	if err != nil || len(entries) == 0 || entries[len(entries)-1] != '\n' || len(entries) >= compactAt {
 		return 0, false, nil //nolint:nilerr // damage: the replace rewrites it whole
 	}
-	end := int64(len(entries))
-	if end+int64(n) > maxRecordSize {
-		return 0, false, nil
-	}
-	return end, true, nil
+	return int64(len(entries)), true, nil
 }

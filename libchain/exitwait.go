@@ -30,14 +30,16 @@ func awaitExit(pid int) error {
 	if err != nil {
 		return fmt.Errorf("pidfd %d: %w", pid, err)
 	}
-	// A pidfd polls readable once its process has exited. The first call
-	// of the callback asks the poller to wait; the second, after the
-	// poller saw it readable, ends the wait.
-	waited := false
-	err = rc.Read(func(uintptr) bool {
-		done := waited
-		waited = true
-		return done
+	// A pidfd polls readable once its process has exited. The callback
+	// checks that without blocking, after the poller was armed: an exit
+	// before it is seen here, one after it wakes the poller. (Returning
+	// false unconditionally the first time lost the wake-up of a process
+	// that exited between the registration and the wait: the poller is
+	// reset when the wait begins, and the pidfd is edge-triggered.)
+	err = rc.Read(func(fd uintptr) bool {
+		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}} //nolint:gosec // an fd fits in int32
+		n, perr := unix.Poll(pfd, 0)
+		return perr != nil || n > 0 // on an error, Wait's waitid takes over
 	})
 	if err != nil && !errors.Is(err, os.ErrClosed) {
 		return fmt.Errorf("wait for pid %d: %w", pid, err)

@@ -40,3 +40,23 @@ func TestAwaitExit(t *testing.T) {
 		require.Error(t, awaitExit(c.Process.Pid), "a reaped child has no pidfd")
 	})
 }
+
+// TestAwaitExitNeverLosesAnExit: children that exit at once, many times:
+// an exit between the pidfd's registration in the poller and the wait must
+// still end the wait (it did not, and a delegate's call hung for good).
+func TestAwaitExitNeverLosesAnExit(t *testing.T) {
+	for i := range 300 {
+		c := exec.Command("/bin/true")
+		require.NoError(t, c.Start())
+		done := make(chan error, 1)
+		go func() { done <- awaitExit(c.Process.Pid) }()
+		select {
+		case err := <-done:
+			require.NoError(t, err, "child %d", i)
+		case <-time.After(5 * time.Second):
+			_ = c.Process.Kill()
+			t.Fatalf("child %d: its exit was lost, awaitExit still waits after 5s", i)
+		}
+		require.NoError(t, c.Wait())
+	}
+}
