@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/catena-cni/catena/cache"
 	"github.com/catena-cni/catena/libchain"
@@ -91,8 +90,9 @@ func (p *pass) clearStaleMarks() {
 // runtime says, each when its backoff allows. A record left by an
 // operation whose process died (adding, tearing-down) is retried only once
 // it is older than the grace period; its lock being free says nobody runs
-// it.
-func (p *pass) retry(ctx context.Context, recs []*cache.Record) {
+// it. It returns the records whose teardown it finished.
+func (p *pass) retry(ctx context.Context, recs []*cache.Record) map[cache.Key]bool {
+	released := map[cache.Key]bool{}
 	for _, rec := range recs {
 		key := rec.Key
 		if rec.Phase != cache.PhaseNeedsTeardown && p.now.Sub(rec.Updated) < p.grace() {
@@ -122,7 +122,7 @@ func (p *pass) retry(ctx context.Context, recs []*cache.Record) {
 		switch {
 		case err == nil:
 			p.Backoff.Forget(key)
-			p.released(rec)
+			released[key] = true
 			p.rep.Retried++
 			p.rep.Decisions = append(p.rep.Decisions, Decision{Key: key, Action: ActRetried, Abandoned: res.Abandoned, Reason: string(rec.Phase)})
 			p.log().Info("reconcile: retried a teardown", "attachment", key.String(), "abandoned", res.Abandoned)
@@ -135,24 +135,16 @@ func (p *pass) retry(ctx context.Context, recs []*cache.Record) {
 			p.log().Warn("reconcile: teardown retry failed; backing off", "attachment", key.String(), "error", err)
 		}
 	}
+	return released
 }
 
-// released takes a record whose teardown this pass finished out of the
-// held figures, so that they say what is still held after the pass.
-func (p *pass) released(rec *cache.Record) {
-	if rec.Phase != cache.PhaseNeedsTeardown {
-		return
-	}
-	p.rep.Held--
-	p.rep.OldestHeld = 0
-	for _, r := range p.recs {
-		if r.Phase == cache.PhaseNeedsTeardown && r.Key != rec.Key && !p.wasReleased(r.Key) {
-			p.rep.OldestHeld = max(p.rep.OldestHeld, p.now.Sub(heldSince(r)))
+// countHeld sets the held figures from the records read, less those the
+// pass's retries released: what is still held after the pass.
+func (p *pass) countHeld(released map[cache.Key]bool) {
+	for _, rec := range p.recs {
+		if rec.Phase == cache.PhaseNeedsTeardown && !released[rec.Key] {
+			p.rep.Held++
+			p.rep.OldestHeld = max(p.rep.OldestHeld, p.now.Sub(heldSince(rec)))
 		}
 	}
-	p.releasedKeys = append(p.releasedKeys, rec.Key)
-}
-
-func (p *pass) wasReleased(key cache.Key) bool {
-	return slices.Contains(p.releasedKeys, key)
 }

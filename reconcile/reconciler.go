@@ -119,8 +119,6 @@ type pass struct {
 	// keep is why nothing may be reclaimed in this pass ("": reclaim).
 	keep string
 	due  []*cache.Record
-	// releasedKeys are the held records this pass's retries released.
-	releasedKeys []cache.Key
 }
 
 // Mark is cache.Mark, named here for the package's readers.
@@ -172,7 +170,7 @@ func (p *pass) run(ctx context.Context) error {
 	}
 	p.reclaimDue(ctx)
 	p.clearStaleMarks()
-	p.retry(ctx, retry)
+	p.countHeld(p.retry(ctx, retry))
 	if lerr != nil {
 		return fmt.Errorf("reconcile: %w", lerr)
 	}
@@ -211,10 +209,6 @@ func (p *pass) readRecords() error {
 		}
 		counts[[2]string{key.Network, string(rec.Phase)}]++
 		p.recs = append(p.recs, rec)
-		if rec.Phase == cache.PhaseNeedsTeardown {
-			p.rep.Held++
-			p.rep.OldestHeld = max(p.rep.OldestHeld, p.now.Sub(heldSince(rec)))
-		}
 	}
 	p.rep.Records = len(keys)
 	for k, n := range counts {
