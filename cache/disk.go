@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/spf13/afero"
@@ -211,9 +212,9 @@ func (s *DiskStore) Save(rec *Record) error {
 			return fmt.Errorf("save: %w", err)
 		}
 	}
-	// The full snapshot is encoded only if it is written: most Saves of
-	// an ADD write a delta.
-	full := func() ([]byte, error) {
+	// The full snapshot is encoded only if it is written (most Saves of an
+	// ADD write a delta), and once.
+	full := sync.OnceValues(func() ([]byte, error) {
 		data, err := Encode(rec)
 		if err != nil {
 			return nil, fmt.Errorf("save: %w", err)
@@ -222,7 +223,7 @@ func (s *DiskStore) Save(rec *Record) error {
 			return nil, fmt.Errorf("save record %s: %w: %d bytes, Load accepts at most %d", key, ErrTooLarge, len(data), maxRecordSize)
 		}
 		return data, nil
-	}
+	})
 	mark, err := saveEntry(s.fs, s.recordPath(key), full, delta, prev.mark, len(rec.Steps))
 	if err != nil {
 		return fmt.Errorf("save record %s: %w", key, err)
