@@ -6,13 +6,12 @@ import (
 	"github.com/catena-cni/catena/cache"
 )
 
-// The opportunistic retry after ADD backs off per record: after its n-th
-// failed teardown attempt a record is next due retryBackoff(n) later. The
-// first failure is the runtime's own DEL or rollback, so the next ADD may
-// retry at once (as a stuck record used to be); then 1 s, doubling, up to
-// 5 min from the 10th failure on. A record whose DEL hangs until
-// delegateTimeout thus costs at most one ADD per backoff period, and the
-// others, due sooner, get their turn meanwhile.
+// Retries of a teardown back off per record: after its n-th failed
+// teardown attempt a record is next due retryBackoff(n) later. The first
+// failure is the runtime's own DEL or rollback, which is an attempt like
+// any other: 1 s after it, then doubling, up to 5 min from the 10th
+// failure on. A record whose DEL hangs thus costs a retrier one attempt per
+// backoff period, and the others, due sooner, get their turn meanwhile.
 const (
 	retryBackoffBase = time.Second
 	retryBackoffCap  = 5 * time.Minute
@@ -21,11 +20,11 @@ const (
 // retryBackoff is how long after its failed-th failed teardown attempt a
 // record waits for the next opportunistic retry.
 func retryBackoff(failed int) time.Duration {
-	if failed <= 1 {
+	if failed <= 0 {
 		return 0
 	}
 	d := retryBackoffBase
-	for i := 2; i < failed; i++ {
+	for i := 1; i < failed; i++ {
 		if d >= retryBackoffCap/2 {
 			return retryBackoffCap
 		}
@@ -36,7 +35,7 @@ func retryBackoff(failed int) time.Duration {
 
 // markTeardown notes in the store's teardown index (if it has one) that
 // rec needs teardown, next due after the backoff of its failed attempts. A
-// hint for the retry of later ADDs, so a failure is logged, not returned.
+// hint for the retriers, so a failure is logged, not returned.
 func (e *Engine) markTeardown(rec *cache.Record) {
 	e.noteTeardown(rec.Key, &cache.PendingNote{
 		Due: e.now().Add(retryBackoff(rec.TeardownAttempts)), Attempts: rec.TeardownAttempts,

@@ -29,6 +29,9 @@ type Engine struct {
 	// OnOp, if set, receives the summary of every operation (the event
 	// journal), after it is logged.
 	OnOp func(Op)
+	// Retrier, if set, is asked by KickRetry to start a retry pass of
+	// pending teardowns outside the runtime's call.
+	Retrier RetryKicker
 }
 
 // Request is one CNI invocation of Catena.
@@ -123,13 +126,8 @@ func (e *Engine) remove(key cache.Key) error {
 func (e *Engine) Add(ctx context.Context, req Request) (res types.Result, err error) {
 	ctx, t := e.begin(ctx, "ADD", req.Key())
 	defer func() { e.finish(t, req.Conf.SlowThreshold, err) }()
-	res, err = e.add(ctx, req)
-	if err == nil {
-		// After this ADD's own lock is released: another attachment's
-		// teardown never runs under it.
-		e.retryPending(ctx, req)
-	}
-	return res, err
+	// No other attachment's teardown is ever retried here: see KickRetry.
+	return e.add(ctx, req)
 }
 
 func (e *Engine) add(ctx context.Context, req Request) (types.Result, error) {
@@ -189,6 +187,9 @@ func (e *Engine) add(ctx context.Context, req Request) (types.Result, error) {
 	if err := e.save(rec); err != nil {
 		return nil, e.rollback(ctx, req, rec, fmt.Errorf("recording completion: %w", err), types.ErrIOFailure)
 	}
+	// A pending note of this key is stale now (one whose clearing failed
+	// after an earlier teardown): one unlink, usually of nothing.
+	e.noteTeardown(key, nil)
 	return decodeResult(final)
 }
 

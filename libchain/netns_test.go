@@ -140,11 +140,16 @@ func (h *nsHarness) add(t *testing.T, cid string) {
 
 // TestTeardownNobodyAskedForChecksTheNamespace: a record needs teardown;
 // its netns path then holds the same namespace, or another one. Every
-// teardown no runtime asked for (the retry after an ADD, GC, repair, a
+// teardown no runtime asked for (a retry pass, GC, repair, a
 // repeated ADD) passes the path only in the first case.
 func TestTeardownNobodyAskedForChecksTheNamespace(t *testing.T) {
 	heal := map[string]func(t *testing.T, h *nsHarness){
-		"retry after a later ADD": func(t *testing.T, h *nsHarness) { h.add(t, "later") },
+		"retry pass": func(t *testing.T, h *nsHarness) {
+			h.clock.advance(retryBackoff(1))
+			rep, err := h.eng.RetryPending(context.Background(), gcReq(h.conf), RetryOptions{Linger: -1})
+			require.NoError(t, err)
+			require.Equal(t, 1, rep.Released, "%+v", rep)
+		},
 		"GC": func(t *testing.T, h *nsHarness) {
 			h.clock.advance(time.Hour)
 			_, err := h.eng.CollectGarbage(context.Background(), gcReq(h.conf), GCOptions{Valid: []Attachment{}, SkipDelegates: true})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"time"
 
@@ -148,65 +147,4 @@ func (e *Engine) Abandon(ctx context.Context, key cache.Key, index int, now time
 	e.noteTeardown(key, &cache.PendingNote{Due: now, Attempts: rec.TeardownAttempts})
 	e.log().Warn("delegate abandoned by the operator", "attachment", key.String(), "delegate", stepName(s))
 	return nil
-}
-
-// retryBudget bounds the opportunistic teardown retry of one ADD.
-const retryBudget = 5 * time.Second
-
-// retryPending retries, after a successful ADD, the teardown of the record
-// of the same network that is due soonest, if it is due (see
-// retryBackoff) and its lock is free. With nothing pending it costs one
-// failed open. Each DEL is bounded by retryBudget (or delegateTimeout, if
-// shorter).
-//
-// Before the attempt the record's note is pushed out as if it had failed
-// once more: if this process is killed during a hung DEL (a runtime's
-// deadline), the next ADD still does not retry it at once. A failed attempt
-// then writes the note again from the record (teardown), a successful one
-// clears it.
-func (e *Engine) retryPending(ctx context.Context, req Request) {
-	ti, ok := e.Store.(cache.TeardownIndex)
-	if !ok {
-		return
-	}
-	pending, err := ti.PendingTeardown(req.Conf.Name, math.MaxInt)
-	if err != nil {
-		e.log().Warn("reading the teardown index", "network", req.Conf.Name, "error", err)
-		return
-	}
-	var p *cache.Pending
-	for i := range pending {
-		switch {
-		case pending[i].Key == req.Key():
-			// This ADD just completed that attachment: its note, left by
-			// a teardown whose note could not be cleared, is stale.
-			e.noteTeardown(pending[i].Key, nil)
-		case p == nil:
-			p = &pending[i] // due soonest
-		}
-	}
-	now := e.now()
-	if p == nil || p.Note.Due.After(now) {
-		return
-	}
-	if p.Bad != nil {
-		e.log().Warn("unreadable teardown note: retrying now", "attachment", p.Key.String(), "error", p.Bad)
-	}
-	lease := max(p.Note.Attempts+1, 2)
-	e.noteTeardown(p.Key, &cache.PendingNote{Due: now.Add(retryBackoff(lease)), Attempts: lease})
-	bounded := *req.Conf
-	bounded.DelegateTimeout = min(bounded.DelegateTimeout, retryBudget)
-	err = e.repairOne(ctx, Request{Conf: &bounded, Args: req.Args}, p.Key, "RETRY")
-	var skip *skipError
-	switch {
-	case err == nil:
-		e.log().Info("retried a pending teardown", "attachment", p.Key.String())
-	case errors.As(err, &skip):
-		if skip.reason == "complete" {
-			e.noteTeardown(p.Key, nil)
-		}
-	default:
-		e.log().Warn("retrying a pending teardown failed; it stays recorded", "attachment", p.Key.String(),
-			"attempts", lease, "error", err)
-	}
 }

@@ -100,50 +100,6 @@ func TestAbandon(t *testing.T) {
 	assert.Contains(t, err.Error(), "complete and live")
 }
 
-func TestLaterAddRetriesOnePendingTeardown(t *testing.T) {
-	exec := newFakeExec()
-	store := cache.NewDiskStore(afero.NewMemMapFs(), "/var/lib/cni/catena", cache.NewMemLocker())
-	c := newClock()
-	eng := &Engine{Store: store, Exec: exec, Now: c.now}
-	conf := chainConf(t, "1.0.0", dIPAM, dPort)
-	failedRollback(t, eng, exec, conf)
-	pending, err := store.PendingTeardown(conf.Name, 10)
-	require.NoError(t, err)
-	require.Len(t, pending, 1)
-	assert.Equal(t, keyOf(conf, "c1"), pending[0].Key)
-	assert.Equal(t, cache.PendingNote{Due: c.now(), Attempts: 1}, pending[0].Note, "the failed rollback is due at once")
-
-	// still failing: the later ADD succeeds, the record stays
-	_, err = eng.Add(context.Background(), req(conf, "c2"))
-	require.NoError(t, err)
-	assert.Equal(t, []string{"ADD ipam", "ADD portmap", "DEL ipam"}, exec.seen())
-	rec, err := store.Load(keyOf(conf, "c1"))
-	require.NoError(t, err)
-	assert.Equal(t, 2, rec.TeardownAttempts)
-
-	exec.set("ipam", behaviour{})
-	exec.reset()
-	_, err = eng.Add(context.Background(), req(conf, "c3"))
-	require.NoError(t, err)
-	assert.Equal(t, []string{"ADD ipam", "ADD portmap"}, exec.seen(), "not due again before its backoff")
-
-	c.advance(retryBackoff(2))
-	exec.reset()
-	_, err = eng.Add(context.Background(), req(conf, "c4"))
-	require.NoError(t, err)
-	assert.Equal(t, []string{"ADD ipam", "ADD portmap", "DEL ipam"}, exec.seen())
-	_, err = store.Load(keyOf(conf, "c1"))
-	require.ErrorIs(t, err, cache.ErrNotFound)
-	pending, err = store.PendingTeardown(conf.Name, 10)
-	require.NoError(t, err)
-	assert.Empty(t, pending)
-
-	exec.reset()
-	_, err = eng.Add(context.Background(), req(conf, "c5"))
-	require.NoError(t, err)
-	assert.Equal(t, []string{"ADD ipam", "ADD portmap"}, exec.seen(), "nothing pending: no extra work")
-}
-
 func TestStatusReportsCatenaOwnProblems(t *testing.T) {
 	fs := afero.NewMemMapFs()
 	exec := newFakeExec()

@@ -167,7 +167,8 @@ func checkDelOutcome(t *testing.T, eng *Engine, world *fakeExec, r Request, err 
 // what an ADD and a DEL of a three-delegate chain cost: n+1 = 4 durable
 // writes (file syncs) for the ADD, the first creating the record
 // preallocated (one rename and one directory sync), the others writing in
-// place over its zeros; none for the DEL,
+// place over its zeros, and an unlink of its pending note in case an
+// earlier teardown left one (an unlink that finds nothing); none for the DEL,
 // whose removal costs one directory sync and also unlinks the record's temp
 // file in case a crash left one (an unlink that finds nothing).
 func TestDurableWritesPerAdd(t *testing.T) {
@@ -188,7 +189,7 @@ func TestDurableWritesPerAdd(t *testing.T) {
 	for _, op := range faultfs.Ops {
 		add[op] = fsys.Count(op)
 	}
-	assert.Equal(t, map[faultfs.Op]int{faultfs.OpCreate: 1, faultfs.OpWrite: 4, faultfs.OpSync: 4, faultfs.OpSyncDir: 1, faultfs.OpRename: 1}, prune(add))
+	assert.Equal(t, map[faultfs.Op]int{faultfs.OpCreate: 1, faultfs.OpWrite: 4, faultfs.OpSync: 4, faultfs.OpSyncDir: 1, faultfs.OpRename: 1, faultfs.OpRemove: 1}, prune(add))
 
 	fsys.ResetCounts()
 	require.NoError(t, eng.Del(t.Context(), req(conf, "c1")))

@@ -21,6 +21,9 @@ const about = "catena: a chained CNI meta-plugin with a durable per-step record"
 
 func main() {
 	tuneRuntime()
+	if len(os.Args) == 2 && os.Args[1] == libchain.RetrierArg {
+		os.Exit(retrier())
+	}
 	skel.PluginMainFuncs(skel.CNIFuncs{
 		Add: func(a *skel.CmdArgs) error {
 			return run(a, func(e *libchain.Engine, ctx context.Context, r libchain.Request) error {
@@ -28,10 +31,20 @@ func main() {
 				if err != nil {
 					return err
 				}
-				return types.PrintResult(res, r.Conf.CNIVersion)
+				if err := types.PrintResult(res, r.Conf.CNIVersion); err != nil {
+					return err
+				}
+				e.KickRetry(r)
+				return nil
 			})
 		},
-		Del:    func(a *skel.CmdArgs) error { return run(a, (*libchain.Engine).Del) },
+		Del: func(a *skel.CmdArgs) error {
+			return run(a, func(e *libchain.Engine, ctx context.Context, r libchain.Request) error {
+				err := e.Del(ctx, r)
+				e.KickRetry(r)
+				return err
+			})
+		},
 		Check:  func(a *skel.CmdArgs) error { return run(a, (*libchain.Engine).Check) },
 		Status: func(a *skel.CmdArgs) error { return run(a, (*libchain.Engine).Status) },
 		GC:     func(a *skel.CmdArgs) error { return run(a, (*libchain.Engine).GC) },
@@ -45,11 +58,25 @@ func run(a *skel.CmdArgs, verb func(*libchain.Engine, context.Context, libchain.
 	if err != nil {
 		return err
 	}
-	log, closeLog, err := libchain.NewLogger(conf, os.Stderr)
+	eng, closeLog, err := newEngine(conf)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = closeLog() }()
+	defer closeLog()
+	eng.Retrier = &libchain.ProcKicker{CacheDir: conf.CacheDir, Config: a.StdinData}
+	req := libchain.Request{Conf: conf, Args: libchain.RuntimeArgs{
+		ContainerID: a.ContainerID, NetNS: a.Netns, IfName: a.IfName, Args: a.Args, Path: a.Path,
+	}}
+	return verb(eng, context.Background(), req)
+}
+
+// newEngine wires an engine for conf: the on-disk store, the real
+// executor, conf's logger and the event journal.
+func newEngine(conf *libchain.NetConf) (*libchain.Engine, func(), error) {
+	log, closeLog, err := libchain.NewLogger(conf, os.Stderr)
+	if err != nil {
+		return nil, nil, err
+	}
 	events := &libchain.EventJournal{CacheDir: conf.CacheDir}
 	eng := &libchain.Engine{
 		Store: cache.NewDiskStore(afero.NewOsFs(), conf.CacheDir, cache.NewFlockLocker(filepath.Join(conf.CacheDir, cache.LocksDir))),
@@ -61,8 +88,5 @@ func run(a *skel.CmdArgs, verb func(*libchain.Engine, context.Context, libchain.
 			}
 		},
 	}
-	req := libchain.Request{Conf: conf, Args: libchain.RuntimeArgs{
-		ContainerID: a.ContainerID, NetNS: a.Netns, IfName: a.IfName, Args: a.Args, Path: a.Path,
-	}}
-	return verb(eng, context.Background(), req)
+	return eng, func() { _ = closeLog() }, nil
 }

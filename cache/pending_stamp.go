@@ -1,0 +1,186 @@
+package cache
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// A network's retry stamp, pending/<network>/.due, lets a runtime's call
+// decide whether a retry pass of the network's pending teardowns may be
+// due without reading a single marker: a retrier writes it after each pass
+// with the earliest due time it left and the pending dir's mtime it saw.
+// A marker created or removed since changes that mtime, so the stamp no
+// longer matches and a pass is due; a marker rewritten in place (a failed
+// retry) is never due sooner than what the stamp already says. Like the
+// markers it is a hint, written in place without fsync: a missing, torn or
+// foreign-looking stamp just means "due", and the pass that follows reads
+// the markers themselves. ".due" can never be a marker's name (a key's
+// file name holds a ':' or starts with "h-").
+const retryStampName = ".due"
+
+// RetryStamp is what a retry stamp says.
+type RetryStamp struct {
+	// Next is when the earliest pending teardown left is due.
+	Next time.Time
+	// DirMtime is the pending dir's mtime (Unix ns) when the markers
+	// were read; 0 is unknown and never matches.
+	DirMtime int64
+}
+
+// mtimeSettle is how long a retrier waits after the pending dir's last
+// change before it reads the markers: file times come from a coarse clock
+// (a few ms), and a marker created within the same tick as the mtime the
+// stamp keeps would not change it.
+const mtimeSettle = 10 * time.Millisecond
+
+func (s *DiskStore) pendingNetDir(network string) string {
+	return filepath.Join(s.dir, pendingDir, networkDirName(network))
+}
+
+// RetryDue reports whether a retry pass of network's pending teardowns may
+// be due at now. It reads no marker: with nothing pending it costs one
+// failed lstat, otherwise an lstat and a read of the stamp.
+func (s *DiskStore) RetryDue(network string, now time.Time) (bool, error) {
+	if (Key{Network: network, ContainerID: "x", IfName: "x"}).Validate() != nil {
+		return false, fmt.Errorf("retry due: invalid network name %q", network)
+	}
+	dir := s.pendingNetDir(network)
+	fi, err := lstat(s.fs, dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("retry due of network %s: %w", network, err)
+	}
+	st, ok := s.readStamp(filepath.Join(dir, retryStampName))
+	if !ok || st.DirMtime == 0 || st.DirMtime != fi.ModTime().UnixNano() {
+		return true, nil
+	}
+	return !now.Before(st.Next), nil
+}
+
+// readStamp reads a stamp; ok is false if it is missing or not one.
+func (s *DiskStore) readStamp(path string) (RetryStamp, bool) {
+	fi, err := lstat(s.fs, path)
+	if err != nil || !fi.Mode().IsRegular() {
+		return RetryStamp{}, false
+	}
+	f, err := openReadNoFollow(s.fs, path)
+	if err != nil {
+		return RetryStamp{}, false
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxNoteSize+1))
+	if err != nil {
+		return RetryStamp{}, false
+	}
+	st, err := parseStamp(data)
+	return st, err == nil
+}
+
+// parseStamp reads "v1 <next, Unix ns> <dir mtime, Unix ns>\n".
+func parseStamp(data []byte) (RetryStamp, error) {
+	line, ok := bytes.CutSuffix(data, []byte("\n"))
+	fields := bytes.Split(line, []byte(" "))
+	if !ok || len(data) > maxNoteSize || len(fields) != 3 || string(fields[0]) != noteVersion {
+		return RetryStamp{}, errors.New("malformed retry stamp")
+	}
+	next, err := parseDecimal(fields[1], math.MaxInt64)
+	if err != nil {
+		return RetryStamp{}, fmt.Errorf("retry stamp: next: %w", err)
+	}
+	mtime, err := parseDecimal(fields[2], math.MaxInt64)
+	if err != nil {
+		return RetryStamp{}, fmt.Errorf("retry stamp: mtime: %w", err)
+	}
+	return RetryStamp{Next: time.Unix(0, int64(next)).UTC(), DirMtime: int64(mtime)}, nil
+}
+
+func encodeStamp(st RetryStamp) []byte {
+	next := max(st.Next.UnixNano(), 0)
+	if st.Next.Before(time.Unix(0, 0)) {
+		next = 0
+	}
+	return []byte(noteVersion + " " + strconv.FormatInt(next, 10) + " " + strconv.FormatInt(max(st.DirMtime, 0), 10) + "\n")
+}
+
+// StampRetry writes network's retry stamp after a pass: the earliest due
+// time of its markers (at most horizon after now, so that a change the
+// stamp missed waits no longer than that), and the pending dir's mtime as
+// it was when the markers were read. With no pending dir there is nothing
+// to stamp. now is the clock.
+func (s *DiskStore) StampRetry(network string, now func() time.Time, horizon time.Duration) (RetryStamp, error) {
+	if (Key{Network: network, ContainerID: "x", IfName: "x"}).Validate() != nil {
+		return RetryStamp{}, fmt.Errorf("retry stamp: invalid network name %q", network)
+	}
+	dir := s.pendingNetDir(network)
+	path := filepath.Join(dir, retryStampName)
+	// Create it first: its creation changes the dir's mtime.
+	f, err := s.fs.OpenFile(path, os.O_CREATE|os.O_WRONLY, filePerm)
+	if errors.Is(err, fs.ErrNotExist) {
+		return RetryStamp{}, nil
+	}
+	if err != nil {
+		return RetryStamp{}, fmt.Errorf("retry stamp of network %s: %w", network, err)
+	}
+	defer f.Close()
+	var mtime int64 // unknown: the tests' in-memory fs keeps no dir mtime
+	if isRealDisk(s.fs) {
+		if mtime, err = s.settledMtime(dir); err != nil {
+			return RetryStamp{}, fmt.Errorf("retry stamp of network %s: %w", network, err)
+		}
+	}
+	pending, err := s.PendingTeardown(network, 1)
+	if err != nil {
+		return RetryStamp{}, fmt.Errorf("retry stamp of network %s: %w", network, err)
+	}
+	st := RetryStamp{Next: now().Add(horizon), DirMtime: mtime}
+	if len(pending) > 0 && pending[0].Note.Due.Before(st.Next) {
+		st.Next = pending[0].Note.Due
+	}
+	if err := f.Truncate(0); err != nil {
+		return st, fmt.Errorf("retry stamp of network %s: %w", network, err)
+	}
+	if _, err := f.WriteAt(encodeStamp(st), 0); err != nil {
+		return st, fmt.Errorf("retry stamp of network %s: %w", network, err)
+	}
+	return st, nil
+}
+
+// settledMtime returns dir's mtime once it is at least mtimeSettle old by
+// the wall clock (the file system's), so that any later change gets a
+// later mtime.
+func (s *DiskStore) settledMtime(dir string) (int64, error) {
+	for range 10 {
+		fi, err := lstat(s.fs, dir)
+		if err != nil {
+			return 0, err
+		}
+		age := time.Since(fi.ModTime())
+		if age >= mtimeSettle || age < -time.Second {
+			return fi.ModTime().UnixNano(), nil
+		}
+		time.Sleep(mtimeSettle - age)
+	}
+	return 0, nil // still changing: unknown, never matches
+}
+
+// RetryScheduler is an optional Store capability: the retry stamps that
+// let a runtime's call skip the teardown index when no retry is due.
+type RetryScheduler interface {
+	// RetryDue reports whether a retry pass of network may be due at now,
+	// reading no marker.
+	RetryDue(network string, now time.Time) (bool, error)
+	// StampRetry writes network's stamp after a pass (see above).
+	StampRetry(network string, now func() time.Time, horizon time.Duration) (RetryStamp, error)
+}
+
+var _ RetryScheduler = (*DiskStore)(nil)

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/catena-cni/catena/libchain"
+)
+
+// retrier runs a detached retry pass (libchain.ProcKicker started this
+// process): it takes over the retrier lock, retries the network's pending
+// teardowns within the pass's bounds, and exits. Its stdio is /dev/null: it
+// logs to the config's logFile, and its operations reach the event journal.
+func retrier() int {
+	raw, lockOf, err := libchain.RetrierInherited()
+	if err != nil {
+		return 2
+	}
+	conf, err := libchain.ParseConfig(raw)
+	if err != nil {
+		return 2
+	}
+	eng, closeLog, err := newEngine(conf)
+	if err != nil {
+		return 2
+	}
+	defer closeLog()
+	lock, err := lockOf(conf.CacheDir)
+	if err != nil {
+		eng.Log.Error("retrier: not started", "network", conf.Name, "error", err)
+		return 2
+	}
+	defer lock.Close()
+	req := libchain.Request{Conf: conf, Args: libchain.RuntimeArgs{Path: os.Getenv("CNI_PATH")}}
+	rep, err := eng.RetryPending(context.Background(), req, libchain.RetryOptions{})
+	if err != nil {
+		eng.Log.Error("retrier", "network", conf.Name, "error", err)
+		return 1
+	}
+	eng.Log.Info("retrier: done", "network", conf.Name, "passes", rep.Passes, "attempted", rep.Attempted,
+		"released", rep.Released, "failed", rep.Failed, "skipped", rep.Skipped)
+	return 0
+}
