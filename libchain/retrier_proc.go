@@ -22,8 +22,8 @@ const RetrierArg = "--retry-pending"
 
 // The retrier's inherited fds: its lock, and its network config.
 const (
-	retrierLockFd = 3
-	retrierConfFd = 4
+	retrierLockFd  = 3
+	retrierConfFd  = 4
 	maxRetrierConf = 16 << 20
 )
 
