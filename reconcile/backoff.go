@@ -16,3 +16,10 @@ type Backoff interface {
 	// Forget drops key's state (its teardown succeeded, or it is gone).
 	Forget(key cache.Key)
 }
+
+// DueTimer is an optional Backoff capability: when a record became, or
+// becomes, due; the zero time for one due since forever. A pass retries
+// the records that are due oldest due first.
+type DueTimer interface {
+	DueAt(key cache.Key) time.Time
+}

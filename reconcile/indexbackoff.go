@@ -41,3 +41,15 @@ func (IndexBackoff) Failed(cache.Key, time.Time) {}
 
 // Forget implements Backoff: a successful teardown already cleared it.
 func (IndexBackoff) Forget(cache.Key) {}
+
+var _ DueTimer = IndexBackoff{}
+
+// DueAt implements DueTimer: the marker's due time; zero (due since
+// forever) for a record without a readable one.
+func (b IndexBackoff) DueAt(key cache.Key) time.Time {
+	note, ok, err := b.Notes.PendingNoteOf(key)
+	if !ok || err != nil {
+		return time.Time{}
+	}
+	return note.Due
+}

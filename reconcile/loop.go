@@ -2,8 +2,11 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
+
+	"github.com/catena-cni/catena/cache"
 )
 
 // Loop runs a pass at once and then every Interval until ctx is done. A
@@ -20,11 +23,23 @@ type Loop struct {
 	last *Report
 }
 
-// Run implements catena-agent's Runnable.
+// Run implements catena-agent's Runnable. While it runs it holds the
+// cache dir's retrier lock (R.RetrierDir, if set), taken at the first pass
+// that finds it free: catena then starts no retrier of its own, the loop's
+// passes do that work.
 func (l *Loop) Run(ctx context.Context) error {
 	t := time.NewTicker(l.Interval)
 	defer t.Stop()
+	var lock *cache.RetrierLock
+	defer func() {
+		if lock != nil {
+			_ = lock.Close()
+		}
+	}()
 	for {
+		if lock == nil && l.R.RetrierDir != "" {
+			lock = l.takeRetrierLock()
+		}
 		if l.BeforePass != nil {
 			l.BeforePass()
 		}
@@ -45,4 +60,14 @@ func (l *Loop) Last() *Report {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.last
+}
+
+// takeRetrierLock takes the retrier lock without waiting; nil if a catena
+// retrier holds it (it exits within its budget) or it cannot be had.
+func (l *Loop) takeRetrierLock() *cache.RetrierLock {
+	lock, err := cache.TryRetrierLock(l.R.RetrierDir)
+	if err != nil && !errors.Is(err, cache.ErrLocked) {
+		l.R.log().Warn("reconcile: taking the retrier lock", "error", err)
+	}
+	return lock
 }

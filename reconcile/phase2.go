@@ -86,58 +86,6 @@ func (p *pass) clearStaleMarks() {
 	}
 }
 
-// retry retries the teardown of the records that need it, whatever the
-// runtime says, each when its backoff allows. A record left by an
-// operation whose process died (adding, tearing-down) is retried only once
-// it is older than the grace period; its lock being free says nobody runs
-// it. It returns the records whose teardown it finished.
-func (p *pass) retry(ctx context.Context, recs []*cache.Record) map[cache.Key]bool {
-	released := map[cache.Key]bool{}
-	for _, rec := range recs {
-		key := rec.Key
-		if rec.Phase != cache.PhaseNeedsTeardown && p.now.Sub(rec.Updated) < p.grace() {
-			p.rep.decide(key, ActRecent, fmt.Sprintf("%s, changed within the grace period", rec.Phase))
-			continue
-		}
-		if !p.Backoff.Due(key, p.now) {
-			p.rep.decide(key, ActBackoff, "")
-			continue
-		}
-		if p.Opts.DryRun {
-			p.rep.decide(key, ActWouldRetry, string(rec.Phase))
-			continue
-		}
-		version := Version(rec)
-		res, err := p.Engine.Reclaim(ctx, key, libchain.ReclaimOptions{
-			Verb: "RETRY", Path: p.Opts.CNIPath, DelegateTimeout: p.Opts.DelegateTimeout,
-			AbandonAfter: p.Opts.AbandonAfter,
-			Verify: func(cur *cache.Record) error {
-				if cur.Phase == cache.PhaseComplete || Version(cur) != version {
-					return errors.New("changed since it was read")
-				}
-				return nil
-			},
-		})
-		p.rep.Abandoned += len(res.Abandoned)
-		switch {
-		case err == nil:
-			p.Backoff.Forget(key)
-			released[key] = true
-			p.rep.Retried++
-			p.rep.Decisions = append(p.rep.Decisions, Decision{Key: key, Action: ActRetried, Abandoned: res.Abandoned, Reason: string(rec.Phase)})
-			p.log().Info("reconcile: retried a teardown", "attachment", key.String(), "abandoned", res.Abandoned)
-		case errors.Is(err, libchain.ErrNotReclaimed):
-			p.rep.decide(key, ActLeft, err.Error())
-		default:
-			p.Backoff.Failed(key, p.now)
-			p.rep.RetryFailed++
-			p.rep.decide(key, ActRetryFailed, err.Error())
-			p.log().Warn("reconcile: teardown retry failed; backing off", "attachment", key.String(), "error", err)
-		}
-	}
-	return released
-}
-
 // countHeld sets the held figures from the records read, less those the
 // pass's retries released: what is still held after the pass.
 func (p *pass) countHeld(released map[cache.Key]bool) {

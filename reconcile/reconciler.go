@@ -64,6 +64,12 @@ type Options struct {
 	CNIPath string
 	// DelegateTimeout bounds each DEL. 0: libchain's default.
 	DelegateTimeout time.Duration
+	// MaxRetries bounds the teardown retries of one pass (the records due
+	// soonest go first); 0: libchain.DefaultRetryMaxAttempts.
+	MaxRetries int
+	// RetryWorkers bounds the retries run at once; 0:
+	// libchain.DefaultRetryWorkers.
+	RetryWorkers int
 }
 
 // Reconciler runs passes over one cache dir.
@@ -79,6 +85,9 @@ type Reconciler struct {
 	// Now is the clock; nil means time.Now.
 	Now  func() time.Time
 	Opts Options
+	// RetrierDir is the cache dir whose retrier lock Loop holds while it
+	// runs ("": none).
+	RetrierDir string
 }
 
 func (r *Reconciler) now() time.Time {

@@ -31,6 +31,7 @@ const (
 	ActWouldRetry  Action = "would-retry"
 	ActRetryFailed Action = "retry-failed"
 	ActBackoff     Action = "backoff"
+	ActDeferred    Action = "deferred" // due, but over the pass's bound of retries
 )
 
 // Decision is what a pass did with one record, and why.

@@ -191,9 +191,9 @@ func TestIndexBackoff(t *testing.T) {
 		}
 		w.clock = w.clock.Add(250 * time.Millisecond)
 	}
-	// Attempts 2, 3, 4, 5, 6 (the record's first failure was attempt 1):
-	// due 0, 1, 2, 4, 8 s after each failure.
-	assert.Equal(t, []time.Duration{0, 250 * time.Millisecond, 1250 * time.Millisecond, 3250 * time.Millisecond, 7250 * time.Millisecond, 15250 * time.Millisecond}, retriedAt)
+	// A record without a marker is due at once; after its n-th failed
+	// attempt it is due 1 s doubling later: 1, 2, 4, 8 s.
+	assert.Equal(t, []time.Duration{0, time.Second, 3 * time.Second, 7 * time.Second, 15 * time.Second}, retriedAt)
 	w.exec.setFail()
 	w.clock = w.clock.Add(time.Minute)
 	rep, _ := r().Pass(t.Context())
@@ -201,4 +201,42 @@ func TestIndexBackoff(t *testing.T) {
 	_, ok, err := w.store.PendingNoteOf(key("h"))
 	require.NoError(t, err)
 	assert.False(t, ok, "marker cleared")
+}
+
+// TestRetryBoundedAndFair: 20 records whose teardown keeps failing, a
+// bound of 5 retries a pass. Each pass retries at most 5, oldest due first
+// (a record without a marker first, then by the markers' due times), and
+// defers the rest; an attempted record moves behind the others, so every
+// record is attempted within ceil(20/5) = 4 passes, and none twice before
+// all were tried once.
+func TestRetryBoundedAndFair(t *testing.T) {
+	w := newWorld(t)
+	w.exec.setFail("c")
+	for i := range 20 {
+		w.heldRecord(string(rune('a'+i))+"held", w.clock)
+	}
+	tried := map[string]int{}
+	for pass := 1; pass <= 4; pass++ {
+		rc := w.reconciler()
+		rc.Backoff = IndexBackoff{Notes: w.store}
+		rc.Opts.MaxRetries, rc.Opts.RetryWorkers = 5, 3
+		rep, _ := rc.Pass(t.Context())
+		n, deferred := 0, 0
+		for _, d := range rep.Decisions {
+			switch d.Action {
+			case ActRetryFailed:
+				n++
+				tried[d.Key.ContainerID]++
+			case ActDeferred:
+				deferred++
+			}
+		}
+		assert.Equal(t, 5, n, "pass %d retries its bound", pass)
+		assert.Equal(t, 20-5*pass, deferred, "pass %d defers the due ones over its bound (the tried ones back off)", pass)
+		w.clock = w.clock.Add(100 * time.Millisecond)
+	}
+	assert.Len(t, tried, 20, "every record was attempted within 4 passes")
+	for cid, n := range tried {
+		assert.Equal(t, 1, n, "%s attempted once", cid)
+	}
 }
