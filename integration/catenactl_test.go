@@ -144,9 +144,9 @@ func TestCatenactlListShowDoctor(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	rows := fields(out)
 	require.Len(t, rows, 2, out)
-	assert.Equal(t, []string{"NETWORK", "CONTAINER", "IFNAME", "PHASE", "AGE", "ATTEMPTS", "DELEGATES"}, rows[0])
+	assert.Equal(t, []string{"NETWORK", "CONTAINER", "IFNAME", "PHASE", "AGE", "ATTEMPTS", "NEXT", "DELEGATES"}, rows[0])
 	assert.Equal(t, []string{net, rt.ContainerID, "eth0", "complete"}, rows[1][:4])
-	assert.Equal(t, []string{"0", "bridge:added", "tuning:added"}, rows[1][5:])
+	assert.Equal(t, []string{"0", "-", "bridge:added", "tuning:added"}, rows[1][5:])
 
 	recs := jsonOf[[]struct {
 		Key   struct{ Network, ContainerID, IfName string }

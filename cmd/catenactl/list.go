@@ -18,6 +18,9 @@ type listRow struct {
 	Created          *time.Time     `json:"created,omitempty"`
 	AgeSeconds       float64        `json:"ageSeconds"`
 	TeardownAttempts int            `json:"teardownAttempts"`
+	// NextAttempt is when the teardown is next retried (a retrier or the
+	// agent), for a record that needs one.
+	NextAttempt *time.Time `json:"nextAttempt,omitempty"`
 	LastError        string         `json:"lastError,omitempty"`
 	Delegates        []listDelegate `json:"delegates"`
 	// Error says why the record could not be read; Phase is then
@@ -42,9 +45,11 @@ func (a *app) listCmd() *cobra.Command {
 		Short: "List every recorded attachment with its phase, age and per-delegate state",
 		Long: `List every attachment recorded in the cache dir, of every network that shares
 it: network, container ID, ifname, phase (adding, complete, tearing-down,
-needs-teardown), age, and the state of each delegate in chain order
-(pending, starting, added, add-failed, unknown, del-failed, deleted,
-abandoned). A record that cannot be read is listed as unreadable, with why.`,
+needs-teardown), age, teardown attempts so far, when the teardown is next
+retried (NEXT: "now" when due, "-" for none), and the state of each delegate in
+chain order (pending, starting, added, add-failed, unknown, del-failed,
+deleted, abandoned). A record that cannot be read is listed as unreadable,
+with why.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			_, entries, err := a.cacheEntries()
@@ -78,6 +83,10 @@ func (a *app) listRowOf(e entry) listRow {
 	row.Created = &created
 	row.AgeSeconds = a.now().Sub(e.Rec.Created).Seconds()
 	row.TeardownAttempts = e.Rec.TeardownAttempts
+	if e.Note != nil && e.Rec.Phase != cache.PhaseComplete {
+		next := e.Note.Due.UTC()
+		row.NextAttempt = &next
+	}
 	row.LastError = e.Rec.LastError
 	for _, s := range e.Rec.Steps {
 		row.Delegates = append(row.Delegates, listDelegate{Index: s.Index, Type: s.Type, State: s.State})
@@ -87,14 +96,26 @@ func (a *app) listRowOf(e entry) listRow {
 }
 
 func printList(a *app, rows []listRow) error {
-	t := newTable(a.stdout, "NETWORK", "CONTAINER", "IFNAME", "PHASE", "AGE", "ATTEMPTS", "DELEGATES")
+	t := newTable(a.stdout, "NETWORK", "CONTAINER", "IFNAME", "PHASE", "AGE", "ATTEMPTS", "NEXT", "DELEGATES")
 	for _, r := range rows {
 		if r.Error != "" {
-			t.row(r.Network, r.ContainerID, r.IfName, r.Phase, "-", "-", r.Error)
+			t.row(r.Network, r.ContainerID, r.IfName, r.Phase, "-", "-", "-", r.Error)
 			continue
 		}
 		age := humanAge(time.Duration(r.AgeSeconds * float64(time.Second)))
-		t.row(r.Network, r.ContainerID, r.IfName, r.Phase, age, strconv.Itoa(r.TeardownAttempts), orDash(r.states))
+		t.row(r.Network, r.ContainerID, r.IfName, r.Phase, age, strconv.Itoa(r.TeardownAttempts), a.nextIn(r.NextAttempt), orDash(r.states))
 	}
 	return t.flush()
+}
+
+// nextIn renders when a teardown is next retried: "-" for none, "now"
+// when due, else "in <duration>".
+func (a *app) nextIn(next *time.Time) string {
+	switch {
+	case next == nil:
+		return "-"
+	case !next.After(a.now()):
+		return "now"
+	}
+	return "in " + humanAge(next.Sub(a.now()))
 }

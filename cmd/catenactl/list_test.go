@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -32,11 +33,22 @@ func TestListTable(t *testing.T) {
 	assert.Empty(t, stderr)
 	rows := tableRows(out)
 	require.Len(t, rows, 4, out)
-	assert.Equal(t, []string{"NETWORK", "CONTAINER", "IFNAME", "PHASE", "AGE", "ATTEMPTS", "DELEGATES"}, rows[0])
+	assert.Equal(t, []string{"NETWORK", "CONTAINER", "IFNAME", "PHASE", "AGE", "ATTEMPTS", "NEXT", "DELEGATES"}, rows[0])
 	assert.Equal(t, []string{testNet, "c-bad", "eth0", "unreadable", "-", "-"}, rows[1][:6], "sorted by container; the corrupt record is listed")
 	assert.Contains(t, out, "corrupt record")
-	assert.Equal(t, []string{testNet, "c-live", "eth0", "complete", "2h", "0", "okplug:added", "badplug:added"}, rows[2])
-	assert.Equal(t, []string{testNet, "c-stuck", "eth0", "needs-teardown", "3d", "1", "okplug:added", "badplug:del-failed"}, rows[3])
+	assert.Equal(t, []string{testNet, "c-live", "eth0", "complete", "2h", "0", "-", "okplug:added", "badplug:added"}, rows[2])
+	assert.Equal(t, []string{testNet, "c-stuck", "eth0", "needs-teardown", "3d", "1", "-", "okplug:added", "badplug:del-failed"}, rows[3])
+
+	// A pending note says when the teardown is next retried.
+	s := cache.NewDiskStore(afero.NewOsFs(), f.cacheDir, cache.NewFlockLocker(filepath.Join(f.cacheDir, cache.LocksDir)))
+	require.NoError(t, s.MarkTeardown(cache.Key{Network: testNet, ContainerID: "c-stuck", IfName: "eth0"},
+		cache.PendingNote{Due: time.Now().Add(150 * time.Second), Attempts: 1}))
+	out, _, code = f.run("list")
+	require.Equal(t, 0, code)
+	assert.Equal(t, []string{"in", "2m"}, tableRows(out)[3][6:8], out)
+	out, _, code = f.run("--json", "list", "--network", testNet)
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, `"nextAttempt"`)
 
 	out, _, code = f.run("list", "--network", "othernet")
 	require.Equal(t, 0, code)

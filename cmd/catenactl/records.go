@@ -19,6 +19,9 @@ type entry struct {
 	Key cache.Key
 	Rec *cache.Record
 	Err error
+	// Note is the record's pending-teardown note (when its teardown is
+	// next retried), if it has one.
+	Note *cache.PendingNote
 }
 
 // loadEntries reads every record of cacheDir, sorted by network, container
@@ -34,7 +37,11 @@ func loadEntries(cacheDir string) ([]entry, error) {
 	entries := make([]entry, 0, len(keys))
 	for _, k := range keys {
 		rec, err := s.Load(k)
-		entries = append(entries, entry{Key: k, Rec: rec, Err: err})
+		e := entry{Key: k, Rec: rec, Err: err}
+		if note, ok, _ := s.PendingNoteOf(k); ok {
+			e.Note = &note
+		}
+		entries = append(entries, e)
 	}
 	return entries, nil
 }
