@@ -15,6 +15,8 @@
 //	           in its cacheDir; and catena's peak RSS (rss.go)
 //	(d) the physical floor of (a) and (b): the delegates' own exec times,
 //	    from catena's event journal (floor.go)
+//	(e) pending: catena's ADD and DEL with 0, 1, 10 and 100 hung pending
+//	    teardowns on its network (pending.go), beside the plain ADD
 //
 // It prints the tables, and writes a latency CDF plot (-plot, and with
 // -docs docs/bench.png for the README). Every netns is created and deleted
@@ -110,6 +112,11 @@ func (b *bench) measure(ctx context.Context) (*results, error) {
 			return nil, err
 		}
 	}
+	if b.opts.runs("pending") {
+		if r.pending, err = b.pending(ctx); err != nil {
+			return nil, err
+		}
+	}
 	return r, nil
 }
 
@@ -118,7 +125,11 @@ func preflight(o options) error {
 		return errors.New("must run as root (creates netns, bridges and iptables rules)")
 	}
 	need := []string{filepath.Join(o.binDir, "cnitool")}
-	for _, p := range []string{"catena", "bridge", "host-local", "portmap", "tuning"} {
+	plugins := []string{"catena", "bridge", "host-local", "portmap", "tuning"}
+	if o.runs("pending") {
+		plugins = append(plugins, "failer")
+	}
+	for _, p := range plugins {
 		need = append(need, filepath.Join(o.cniPath, p))
 	}
 	for _, p := range need {

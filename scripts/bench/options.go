@@ -23,6 +23,8 @@ type options struct {
 	scale      []int    // record counts for the scale phase
 	scaleN     int      // ADD+DEL per scale level
 	rssN       int      // ADD+DEL per scale level under the RSS recorder
+	pending    []int    // hung pending teardowns for the pending phase
+	pendingN   int      // ADD+DEL per pending level
 	phases     []string // which phases run
 	plot       string   // PNG path
 	docs       bool     // also copy the plot to docs/bench.png
@@ -31,7 +33,7 @@ type options struct {
 	strict     bool
 }
 
-var allPhases = []string{"seq", "conc", "scale"}
+var allPhases = []string{"seq", "conc", "scale", "pending"}
 
 func parseFlags(args []string) (options, error) {
 	var o options
@@ -43,7 +45,9 @@ func parseFlags(args []string) (options, error) {
 	scale := fs.String("scale", "0,1000,10000", "(c) existing records in cacheDir, comma-separated, ascending")
 	fs.IntVar(&o.scaleN, "scale-n", 20, "(c) ADD+DEL measured per record count")
 	fs.IntVar(&o.rssN, "rss-n", 3, "(c) ADD+DEL per record count under the peak-RSS recorder (0: skip)")
-	phases := fs.String("phases", strings.Join(allPhases, ","), "phases to run: seq, conc, scale")
+	pending := fs.String("pending", "0,1,10,100", "(e) hung pending teardowns on the network, comma-separated, ascending")
+	fs.IntVar(&o.pendingN, "pending-n", 40, "(e) ADD+DEL measured per hung count")
+	phases := fs.String("phases", strings.Join(allPhases, ","), "phases to run: seq, conc, scale, pending")
 	fs.StringVar(&o.plot, "plot", "bin/bench.png", "where to write the latency CDF plot (PNG)")
 	fs.BoolVar(&o.docs, "docs", false, "also copy the plot to docs/bench.png, for the README")
 	fs.StringVar(&o.binDir, "bin", envOr("CATENA_BIN", "bin"), "directory holding cnitool")
@@ -56,14 +60,17 @@ func parseFlags(args []string) (options, error) {
 	if o.scale, err = parseInts(*scale); err != nil {
 		return o, fmt.Errorf("-scale: %w", err)
 	}
+	if o.pending, err = parseInts(*pending); err != nil {
+		return o, fmt.Errorf("-pending: %w", err)
+	}
 	o.phases = strings.Split(*phases, ",")
 	for _, p := range o.phases {
 		if !slices.Contains(allPhases, p) {
 			return o, fmt.Errorf("-phases: unknown phase %q (want %s)", p, strings.Join(allPhases, ", "))
 		}
 	}
-	if o.n < 1 || o.conc < 1 || o.concRounds < 1 || o.scaleN < 1 || o.warmup < 0 || o.rssN < 0 {
-		return o, errors.New("-n, -conc, -conc-rounds and -scale-n must be at least 1; -warmup and -rss-n at least 0")
+	if o.n < 1 || o.conc < 1 || o.concRounds < 1 || o.scaleN < 1 || o.pendingN < 1 || o.warmup < 0 || o.rssN < 0 {
+		return o, errors.New("-n, -conc, -conc-rounds, -scale-n and -pending-n must be at least 1; -warmup and -rss-n at least 0")
 	}
 	if o.cniPath == "" {
 		o.cniPath = filepath.Join(o.binDir, "cni")

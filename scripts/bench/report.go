@@ -16,10 +16,11 @@ const (
 
 // results gathers what the phases measured; a phase that did not run is nil.
 type results struct {
-	seq    *seqResult
-	conc   *concResult
-	scale  []*scaleLevel
-	floors []floor
+	seq     *seqResult
+	conc    *concResult
+	scale   []*scaleLevel
+	pending []*pendingLevel
+	floors  []floor
 }
 
 func table(w io.Writer) *tabwriter.Writer {
@@ -44,6 +45,9 @@ func (r *results) report(w io.Writer, conc int) bool {
 	}
 	if r.scale != nil {
 		ok = r.reportScale(w) && ok
+	}
+	if r.pending != nil {
+		ok = r.reportPending(w) && ok
 	}
 	if r.floors != nil {
 		r.reportFloors(w)
