@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/containernetworking/cni/libcni"
 	current "github.com/containernetworking/cni/pkg/types/100"
@@ -25,9 +26,10 @@ func nsInode(t *testing.T, path string) uint64 {
 // TestRetriedTeardownSparesANewNamespaceAtTheSamePath is issue 12 item 1: a
 // record that needs teardown names netns X; X is deleted and a new netns is
 // created at the same path, as runtimes that name netns deterministically
-// do. The opportunistic retry after the next ADD into the new X must not run
-// bridge DEL inside it (that deleted the new container's eth0); it runs with
-// an empty CNI_NETNS, which still frees the old container's IP.
+// do. The background retry of the old teardown, started after the next ADD
+// into the new X, must not run bridge DEL inside it (that deleted the new
+// container's eth0); it runs with an empty CNI_NETNS, which still frees the
+// old container's IP.
 func TestRetriedTeardownSparesANewNamespaceAtTheSamePath(t *testing.T) {
 	w := newWorld(t)
 	const net = "itnsid"
@@ -58,6 +60,11 @@ func TestRetriedTeardownSparesANewNamespaceAtTheSamePath(t *testing.T) {
 
 	res, err := w.cni.AddNetworkList(bg, list, neu)
 	require.NoError(t, err)
+	// The retrier the DEL or the ADD started tears the old record down
+	// once it is due (1 s after the failed DEL).
+	require.Eventually(t, func() bool { return len(w.records(net)) == 1 }, 20*time.Second, 50*time.Millisecond,
+		"the retrier tears the old record down")
+	reapRetriers(t, w.cacheDir, 20*time.Second)
 	r, err := current.NewResultFromResult(res)
 	require.NoError(t, err)
 	require.Len(t, r.IPs, 1)

@@ -185,8 +185,9 @@ func soakPlan(seed uint64) []soakOp {
 			pick -= k.weight
 		}
 		// CHECK leaves the faults as they are: lifting the DEL fault of a
-		// held attachment would let another ADD's opportunistic retry
-		// release it behind the model's back.
+		// held attachment would let a background retrier release it
+		// behind the model's back. (Any other operation's outcome is the
+		// same whether or not a retrier released the record first.)
 		if op.kind != opCheck {
 			op.faultAdd = rng.Float64() < soakFaultRate
 			op.faultDel = rng.Float64() < soakFaultRate

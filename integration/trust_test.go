@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/cni/pkg/types"
@@ -38,8 +39,8 @@ func plantedTeardown(t *testing.T, w *world, c *ctl, log string) (*libcni.Runtim
 
 // TestUntrustedCacheEntriesAreNeverActedOn is issue 12 item 2: a record
 // that another user could have written (a record file owned by another
-// uid, or a record dir writable by others) is never acted on, by an
-// ordinary ADD's opportunistic retry, by catenactl repair or by DEL.
+// uid, or a record dir writable by others) is never acted on, by a retrier
+// an ordinary ADD starts, by catenactl repair or by DEL.
 // Every refusal names the path, its owner and mode, and the fix; STATUS
 // reports it with code 50.
 func TestUntrustedCacheEntriesAreNeverActedOn(t *testing.T) {
@@ -101,7 +102,8 @@ func TestUntrustedCacheEntriesAreNeverActedOn(t *testing.T) {
 				require.NoError(t, err)
 				t.Cleanup(func() { _ = w.cni.DelNetworkList(bg, c.list, next) })
 			}
-			neverRan("ADD's opportunistic retry")
+			reapRetriers(t, w.cacheDir, 20*time.Second)
+			neverRan("an ADD and the retrier it may start")
 			_, stderr, code := c.run("repair")
 			assert.NotEqual(t, 0, code, "repair fails")
 			mentions(stderr, "catenactl repair")

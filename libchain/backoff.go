@@ -18,7 +18,7 @@ const (
 )
 
 // retryBackoff is how long after its failed-th failed teardown attempt a
-// record waits for the next opportunistic retry.
+// record waits for its next retry.
 func retryBackoff(failed int) time.Duration {
 	if failed <= 0 {
 		return 0

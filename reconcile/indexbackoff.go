@@ -19,7 +19,7 @@ var _ NoteReader = (*cache.DiskStore)(nil)
 // <cacheDir>/pending/ when a DEL fails (at once after the first failure,
 // then 1 s doubling to 5 min) and clears it on success. IndexBackoff only
 // reads it, so the schedule is durable across agent restarts and shared
-// with the opportunistic retry of later ADDs. A record without a marker,
+// with catena's own retrier. A record without a marker,
 // or whose marker cannot be read, is due at once.
 type IndexBackoff struct {
 	Notes NoteReader
