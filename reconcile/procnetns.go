@@ -70,11 +70,32 @@ func (p ProcNetNS) Scan() (Processes, error) {
 		if err != nil || pid == me {
 			continue
 		}
-		if err := p.scanProcess(pid, seen, &procs); err != nil && procs.Incomplete == "" {
+		err = p.scanProcess(pid, seen, &procs)
+		if errors.Is(err, fs.ErrPermission) && p.inRootCgroup(pid) {
+			continue // not a pod's (see inRootCgroup)
+		}
+		if err != nil && procs.Incomplete == "" {
 			procs.Incomplete = err.Error()
 		}
 	}
 	return procs, nil
+}
+
+// inRootCgroup reports whether pid is in the root cgroup of every
+// hierarchy. A CRI runtime always puts a sandbox's processes in the pod's
+// own cgroup, so such a process, even one whose namespaces cannot be read
+// (an init an LSM or the hypervisor guards), is never a pod's.
+func (p ProcNetNS) inRootCgroup(pid int) bool {
+	raw, err := os.ReadFile(filepath.Join(p.proc(), strconv.Itoa(pid), "cgroup"))
+	if err != nil || len(raw) == 0 {
+		return false
+	}
+	for line := range strings.SplitSeq(strings.TrimSpace(string(raw)), "\n") {
+		if _, path, ok := strings.Cut(line[strings.Index(line, ":")+1:], ":"); !ok || path != "/" {
+			return false
+		}
+	}
+	return true
 }
 
 // gone reports whether err says a process or thread exited meanwhile.
