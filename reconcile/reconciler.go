@@ -248,7 +248,7 @@ func heldSince(rec *cache.Record) time.Time {
 	return since
 }
 
-// decide applies rules 1 to 5 (phase one) to a complete record.
+// decide applies rules 1 to 6 (phase one) to a complete record.
 func (p *pass) decide(rec *cache.Record, alive map[string]struct{}) {
 	key := rec.Key
 	if !InScope(rec) {
