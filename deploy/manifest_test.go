@@ -146,6 +146,7 @@ func TestCatenaManifest(t *testing.T) {
 	assert.Equal(t, appsv1.RollingUpdateDaemonSetStrategyType, ds.Spec.UpdateStrategy.Type)
 
 	c, flags := checkNodePod(t, ds, "run", []string{"cni-conf-dir", "cni-bin-dir", "cache-dir", "results-dir"})
+	assert.True(t, spec.HostPID, "the reconciler sees which processes are in a pod's netns")
 	byPath := map[string]corev1.VolumeMount{}
 	for _, m := range c.VolumeMounts {
 		byPath[m.MountPath] = m

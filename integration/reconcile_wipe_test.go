@@ -101,6 +101,14 @@ func (d *containerd) wipeRootAndState() []string {
 // to its log, and waits until its CRI API answers.
 func (d *containerd) restart() {
 	d.t.Helper()
+	d.startAgain()
+	d.waitReady()
+}
+
+// startAgain starts containerd again on the same config and dirs,
+// appending to its log, and returns at once.
+func (d *containerd) startAgain() {
+	d.t.Helper()
 	logf, err := os.OpenFile(d.logPath, os.O_WRONLY|os.O_APPEND, 0)
 	require.NoError(d.t, err)
 	defer logf.Close()
@@ -110,16 +118,19 @@ func (d *containerd) restart() {
 	d.exited = make(chan struct{})
 	require.NoError(d.t, d.cmd.Start(), "restarting containerd %s", d.version.name)
 	go func(cmd *exec.Cmd, exited chan struct{}) { _ = cmd.Wait(); close(exited) }(d.cmd, d.exited)
-	d.waitReady()
 }
 
 // TestReconcileRuntimeStateWiped: 3 sandboxes run through Catena (each with
 // a hostPort); containerd is killed, its root and state deleted, and it is
 // restarted knowing no sandbox, while `catena-agent run` reconciles every
-// 500 ms with a 2 s grace. During the outage nothing is reclaimed; after
-// the restart every attachment of the lost sandboxes (IP, veth, DNAT rule,
-// record) is reclaimed within grace + 2 intervals (plus the teardowns'
-// own time), each exactly once.
+// 500 ms with a 2 s grace. During the outage nothing is reclaimed. After
+// the restart the runtime lists no sandboxes, but the lost sandboxes' pause
+// processes still run (their shims outlive containerd) in the netns of
+// their ADDs: for more than grace + 4 intervals nothing is marked or
+// reclaimed, since an empty list proves nothing and a netns with a
+// process in it is alive. Once those orphans are killed, every attachment
+// (IP, veth, DNAT rule, record) is reclaimed within grace + 2 intervals
+// (plus the teardowns' own time) of the kill, each exactly once.
 func TestReconcileRuntimeStateWiped(t *testing.T) {
 	const (
 		sandboxes = 3
@@ -129,11 +140,13 @@ func TestReconcileRuntimeStateWiped(t *testing.T) {
 	onBothContainerds(t, func(t *testing.T, n *agentNode) {
 		p := n.useChain(n.reconcileFlags(interval, grace), n.w.bridgeDelegate(), portmapDelegate)
 		var ids []string
+		var pauses []int
 		for range sandboxes {
 			id, err := n.d.runPod(n.d.podConfig("wiped", hostPort()))
 			require.NoError(t, err, n.d.logTail())
 			ids = append(ids, id)
 			pid := n.d.sandboxPID(id)
+			pauses = append(pauses, pid)
 			t.Cleanup(func() { killPause(pid) })
 		}
 		created := time.Now()
@@ -157,6 +170,23 @@ func TestReconcileRuntimeStateWiped(t *testing.T) {
 
 		n.d.restart()
 		assert.Empty(t, n.d.pods(), "the restarted containerd knows no sandbox")
+		// the orphaned pause processes keep the sandboxes alive
+		orphaned := grace + 4*interval
+		time.Sleep(orphaned)
+		heldRecords, heldMarks := len(n.w.records(n.net)), 0
+		for _, id := range ids {
+			if exists(t, n.markPath(id)) {
+				heldMarks++
+			}
+		}
+		heldMarked, heldReclaimed := p.metric("catena_reconcile_marked_total"), p.metric("catena_reconcile_reclaimed_total")
+		assert.Equal(t, sandboxes, heldRecords, "nothing reclaimed while the pause processes run")
+		assert.Zero(t, heldMarks, "nor marked")
+		assert.Zero(t, heldMarked+heldReclaimed)
+		assert.Len(t, n.w.ipamFiles(n.net), sandboxes)
+		for _, pid := range pauses {
+			killPause(pid)
+		}
 		took := p.waitFor("reclaimed", 30*time.Second, func() (bool, string) {
 			left := len(n.w.records(n.net))
 			return left == 0, fmt.Sprintf("%d records left", left)
@@ -187,8 +217,10 @@ func TestReconcileRuntimeStateWiped(t *testing.T) {
 		assert.Equal(t, float64(sandboxes), reclaimed)
 		assert.Empty(t, n.opsOf("RETRY", "ABANDON"))
 		fmt.Printf("reconcile wiped runtime, containerd %s: %d sandboxes lost (%d netns outlive the wipe); outage: %.0f passes with runtime errors, %.0f records kept, 0 reclaimed; "+
-			"after the restart: %.0f marked, %.0f reclaimed (%d RECLAIM ops, %s of teardown) in %s (bound %s = grace %s + 2 x %s + teardown + 500ms); left: %d IPs, %d veths, %d DNAT rules, %d records\n",
-			n.v.name, sandboxes, len(netns), runtimeErrors, keptRuntime, marked, reclaimed, len(reclaims), teardown.Round(time.Millisecond),
+			"after the restart, 0 sandboxes listed, pause processes alive for %s: %d records, %d marks, %.0f marked, %.0f reclaimed; "+
+			"pause processes killed: %.0f marked, %.0f reclaimed (%d RECLAIM ops, %s of teardown) in %s (bound %s = grace %s + 2 x %s + teardown + 500ms); left: %d IPs, %d veths, %d DNAT rules, %d records\n",
+			n.v.name, sandboxes, len(netns), runtimeErrors, keptRuntime, orphaned, heldRecords, heldMarks, heldMarked, heldReclaimed,
+			marked, reclaimed, len(reclaims), teardown.Round(time.Millisecond),
 			took.Round(time.Millisecond), bound.Round(time.Millisecond), grace, interval, ips, veths, rules, len(n.w.records(n.net)))
 	})
 }

@@ -75,7 +75,7 @@ func New() *Metrics {
 	m.marked = counter("catena_reconcile_marked_total", "Candidates marked (phase one).")
 	m.reclaimed = counter("catena_reconcile_reclaimed_total", "Attachments reclaimed (phase two): torn down because the runtime no longer knows their sandbox.")
 	m.kept = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "catena_reconcile_kept_total",
-		Help: "Records kept because of an error, summed over passes, by cause: runtime (ListPodSandbox failed or was slow) or record (a record could not be read)."}, []string{"cause"})
+		Help: "Records kept because of an error or a doubt, summed over passes, by cause: runtime (ListPodSandbox failed or was slow), record (a record could not be read) or empty-list (the runtime listed no sandboxes and nothing proved them gone)."}, []string{"cause"})
 	m.runtimeErrors = counter("catena_reconcile_runtime_errors_total", "Passes in which ListPodSandbox failed or timed out.")
 	m.retries = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "catena_teardown_retries_total",
 		Help: "Retries of teardowns that were needed, by outcome (ok or error)."}, []string{"outcome"})
@@ -117,8 +117,11 @@ func (m *Metrics) ObservePass(rep *reconcile.Report) {
 	m.reclaimed.Add(float64(rep.Reclaimed))
 	if rep.Kept > 0 {
 		cause := "record"
-		if rep.RuntimeError != "" {
+		switch {
+		case rep.RuntimeError != "":
 			cause = "runtime"
+		case rep.EmptyList:
+			cause = "empty-list"
 		}
 		m.kept.WithLabelValues(cause).Add(float64(rep.Kept))
 	}

@@ -85,7 +85,7 @@ func TestObservePassAndLint(t *testing.T) {
 	m.ObservePass(&reconcile.Report{Start: time.Now(), Candidates: 3, Marked: 2, Reclaimed: 1, Kept: 4, RuntimeError: "refused",
 		Retried: 1, RetryFailed: 2, Abandoned: 1, Held: 2, OldestHeld: 90 * time.Second, Errors: []string{"x"},
 		Counts: []reconcile.RecordCount{{Network: "podnet", Phase: string(cache.PhaseComplete), Count: 7}, {Network: "podnet", Phase: "unreadable", Count: 1}}})
-	m.ObservePass(&reconcile.Report{Start: time.Now(), Counts: []reconcile.RecordCount{{Network: "podnet", Phase: string(cache.PhaseComplete), Count: 6}}})
+	m.ObservePass(&reconcile.Report{Start: time.Now(), Kept: 5, EmptyList: true, Counts: []reconcile.RecordCount{{Network: "podnet", Phase: string(cache.PhaseComplete), Count: 6}}})
 	m.ObserveAdoption(3, 1, 0)
 	m.ObserveOp(libchain.Op{Verb: "ADD", Outcome: "ok", Duration: time.Millisecond})
 	assert.Equal(t, 2.0, testutil.ToFloat64(m.passes))
@@ -93,6 +93,7 @@ func TestObservePassAndLint(t *testing.T) {
 	assert.Equal(t, 3.0, testutil.ToFloat64(m.candidates))
 	assert.Equal(t, 1.0, testutil.ToFloat64(m.reclaimed))
 	assert.Equal(t, 4.0, testutil.ToFloat64(m.kept.WithLabelValues("runtime")))
+	assert.Equal(t, 5.0, testutil.ToFloat64(m.kept.WithLabelValues("empty-list")), "the doubt of an empty sandbox list")
 	assert.Equal(t, 1.0, testutil.ToFloat64(m.runtimeErrors))
 	assert.Equal(t, 2.0, testutil.ToFloat64(m.retries.WithLabelValues("error")))
 	assert.Equal(t, 6.0, testutil.ToFloat64(m.records.WithLabelValues("podnet", "complete")))

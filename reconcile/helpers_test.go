@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io/fs"
 	"slices"
 	"sync"
@@ -122,6 +123,71 @@ type world struct {
 	clock time.Time
 	bo    *MemBackoff
 	opts  Options
+	ns    *fakeNetNS
+}
+
+// fakeNetNS is the node's network namespaces as a test sets them: which
+// namespace is at each netns path (a path not there is gone), which
+// process is in each namespace, and whether every process could be seen.
+type fakeNetNS struct {
+	mu         sync.Mutex
+	at         map[string]cache.NetNSIdentity
+	in         map[cache.NetNSIdentity]string
+	incomplete string
+	scans      int
+}
+
+var _ NetNSObserver = (*fakeNetNS)(nil)
+
+// Stat finds the namespace at path; /var/run/netns itself is there.
+func (f *fakeNetNS) Stat(path string) (cache.NetNSIdentity, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if path == "/var/run/netns" {
+		return cache.NetNSIdentity{Dev: 30, Ino: 1}, nil
+	}
+	id, ok := f.at[path]
+	if !ok {
+		return cache.NetNSIdentity{}, fmt.Errorf("netns %s: %w", path, fs.ErrNotExist)
+	}
+	return id, nil
+}
+
+// Scan returns the processes set, and counts the looks.
+func (f *fakeNetNS) Scan() (Processes, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.scans++
+	in := make(map[cache.NetNSIdentity]string, len(f.in))
+	for id, who := range f.in {
+		in[id] = who
+	}
+	return Processes{In: in, Incomplete: f.incomplete}, nil
+}
+
+// podLives puts the namespace of cid's ADD at its path, with a process in
+// it: a pod whose sandbox runs, whatever the runtime lists.
+func (w *world) podLives(cid string) {
+	w.ns.mu.Lock()
+	defer w.ns.mu.Unlock()
+	id := netnsID(cid)
+	w.ns.at["/var/run/netns/"+cid] = id
+	w.ns.in[id] = "pid 4242 (pause)"
+}
+
+// netnsOnly puts the namespace of cid's ADD at its path, with no process
+// in it: a sandbox whose pause process is gone, its bind mount left.
+func (w *world) netnsOnly(cid string) {
+	w.ns.mu.Lock()
+	defer w.ns.mu.Unlock()
+	w.ns.at["/var/run/netns/"+cid] = netnsID(cid)
+}
+
+// netnsID is the identity of cid's namespace as its ADD recorded it.
+func netnsID(cid string) cache.NetNSIdentity {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(cid))
+	return cache.NetNSIdentity{Dev: 4, Ino: 4026531840 + h.Sum64()%1_000_000, ID: h.Sum64()}
 }
 
 const testGrace = 2 * time.Minute
@@ -129,6 +195,7 @@ const testGrace = 2 * time.Minute
 func newWorld(t testing.TB) *world {
 	t.Helper()
 	w := &world{t: t, fs: afero.NewMemMapFs(), exec: &fakeExec{}, rt: &fakeLister{},
+		ns:    &fakeNetNS{at: map[string]cache.NetNSIdentity{}, in: map[cache.NetNSIdentity]string{}},
 		clock: time.Now().Add(time.Hour), bo: &MemBackoff{Min: 10 * time.Second, Max: time.Minute}}
 	w.store = cache.NewDiskStore(w.fs, "/cache", cache.NewMemLocker())
 	w.eng = &libchain.Engine{Store: w.store, Exec: w.exec, Now: func() time.Time { return w.clock },
@@ -142,7 +209,7 @@ func newWorld(t testing.TB) *world {
 
 // reconciler returns a new Reconciler over w, as after an agent restart.
 func (w *world) reconciler() *Reconciler {
-	return &Reconciler{Store: w.store, Marks: cache.NewDiskMarks(w.fs, "/cache"), Runtime: w.rt, Engine: w.eng,
+	return &Reconciler{Store: w.store, Marks: cache.NewDiskMarks(w.fs, "/cache"), Runtime: w.rt, NetNS: w.ns, Engine: w.eng,
 		Backoff: w.bo, Now: func() time.Time { return w.clock }, Opts: w.opts}
 }
 
@@ -169,7 +236,7 @@ func record(cid string, infra bool) *cache.Record {
 		args += ";K8S_POD_INFRA_CONTAINER_ID=" + cid
 	}
 	rec := &cache.Record{Key: key(cid), Phase: cache.PhaseComplete, CNIVersion: "1.1.0", Args: args,
-		NetNS: "/var/run/netns/" + cid, Created: time.Now()}
+		NetNS: "/var/run/netns/" + cid, NetNSID: new(netnsID(cid)), Created: time.Now()}
 	for i, typ := range []string{"a", "b", "c"} {
 		rec.Steps = append(rec.Steps, cache.Step{Index: i, Type: typ, CNIVersion: "1.1.0", State: cache.StepAdded,
 			Config: json.RawMessage(fmt.Sprintf(`{"cniVersion":"1.1.0","name":"podnet","type":%q}`, typ))})

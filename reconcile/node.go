@@ -63,6 +63,6 @@ func NewNode(c NodeConfig) (*Reconciler, *CRILister, error) {
 		bo = IndexBackoff{Notes: store}
 	}
 	r := &Reconciler{Store: store, Marks: cache.NewDiskMarks(afero.NewOsFs(), c.CacheDir), Runtime: lister,
-		Engine: eng, Backoff: bo, Observer: c.Observer, Log: log, Opts: c.Options, RetrierDir: c.CacheDir}
+		NetNS: ProcNetNS{}, Engine: eng, Backoff: bo, Observer: c.Observer, Log: log, Opts: c.Options, RetrierDir: c.CacheDir}
 	return r, lister, nil
 }

@@ -10,9 +10,11 @@ import (
 )
 
 // reclaimDue is phase two: the records whose mark is at least grace old are
-// reclaimed if a fresh ListPodSandbox still lacks them, their lock is
-// taken without waiting and they are still the marked version. Anything
-// else clears the mark.
+// reclaimed if a fresh ListPodSandbox still lacks them (and, if it lists
+// nothing, their netns still proves them gone), their netns, looked at
+// afresh, does not show them alive, their lock is taken without waiting
+// and they are still the marked version. Anything else clears the mark,
+// except the doubt of an empty list, which keeps it.
 func (p *pass) reclaimDue(ctx context.Context) {
 	if len(p.due) == 0 {
 		return
@@ -27,14 +29,23 @@ func (p *pass) reclaimDue(ctx context.Context) {
 		}
 		return
 	}
+	p.procs = nil // the netns are looked at afresh too
 	for _, rec := range p.due {
 		key, m := rec.Key, p.marks[rec.Key]
 		if _, ok := fresh[key.ContainerID]; ok {
 			p.notCandidate(key, ActLeft, "listed by the fresh ListPodSandbox")
 			continue
 		}
+		ev, ok := p.netnsAllows(rec, len(fresh) == 0, ActLeft)
+		if !ok {
+			continue
+		}
+		proof := ""
+		if ev.Verdict == NSDead {
+			proof = "; " + ev.Why
+		}
 		if p.Opts.DryRun {
-			p.rep.decide(key, ActWouldReclaim, fmt.Sprintf("marked at %s, no sandbox since", m.MarkedAt.Format("2006-01-02T15:04:05Z07:00")))
+			p.rep.decide(key, ActWouldReclaim, fmt.Sprintf("marked at %s, no sandbox since", m.MarkedAt.Format("2006-01-02T15:04:05Z07:00"))+proof)
 			continue
 		}
 		res, err := p.Engine.Reclaim(ctx, key, libchain.ReclaimOptions{
@@ -53,7 +64,7 @@ func (p *pass) reclaimDue(ctx context.Context) {
 		case err == nil:
 			p.rep.Reclaimed++
 			p.rep.Decisions = append(p.rep.Decisions, Decision{Key: key, Action: ActReclaimed, Abandoned: res.Abandoned,
-				Reason: "no sandbox since its mark at " + m.MarkedAt.Format("2006-01-02T15:04:05Z07:00")})
+				Reason: "no sandbox since its mark at " + m.MarkedAt.Format("2006-01-02T15:04:05Z07:00") + proof})
 			p.log().Info("reconcile: reclaimed an attachment the runtime no longer knows", "attachment", key.String(), "markedAt", m.MarkedAt)
 		case errors.Is(err, libchain.ErrNotReclaimed):
 			p.rep.decide(key, ActLeft, err.Error())

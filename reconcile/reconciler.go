@@ -1,24 +1,36 @@
 // Package reconcile is Catena's node reconciler, shared by catena-agent run
 // and catenactl reconcile: it reclaims the attachments whose sandbox the
 // runtime forgot (a wiped runtime, a teardown it gave up on), and never one
-// still being created, and it retries the teardowns that need it.
+// still being created or still running, and it retries the teardowns that
+// need it.
 //
 // The protocol (the README's "Reconciler and metrics" has the reasons):
 //  1. Scope: only records whose CNI_ARGS carry K8S_POD_INFRA_CONTAINER_ID
 //     equal to their container ID.
 //  2. Order: the records are read first, then ListPodSandbox is called.
-//  3. Alive: a sandbox listed in any state.
+//  3. Alive: a sandbox listed in any state; or, whatever the runtime
+//     lists, a record whose netns proves its sandbox runs (a process is
+//     in the namespace of its ADD; where not every process can be seen,
+//     the file at its netns path is still that namespace). Its mark is
+//     cleared.
 //  4. Never a candidate: a record whose lock is held, or which changed
 //     within the grace period.
-//  5. Two phases: a candidate is marked durably (time and record version);
+//  5. Doubt: an empty sandbox list proves nothing (a wrong endpoint, a
+//     runtime not yet restored): while it is empty, only a record whose
+//     netns proves its sandbox gone (no process in the namespace of its
+//     ADD, and the file there gone, another namespace, or left with no
+//     process) is a candidate; the others are kept, and so are their
+//     marks. Records with no netns or no recorded identity get no proof.
+//  6. Two phases: a candidate is marked durably (time and record version);
 //     a later pass, at least grace after the mark, reclaims it only if a
-//     fresh ListPodSandbox still lacks it, its lock is taken without
-//     waiting and the record is still the marked version. Anything else
-//     clears the mark.
-//  6. Reclaim: a teardown as GC does it (libchain.Engine.Reclaim).
-//  7. Errors mean keep: if the runtime fails or is slow, or a record
+//     fresh ListPodSandbox still lacks it (and, if empty, its netns still
+//     proves it gone), its netns does not show it alive, its lock is taken
+//     without waiting and the record is still the marked version.
+//     Anything else clears the mark.
+//  7. Reclaim: a teardown as GC does it (libchain.Engine.Reclaim).
+//  8. Errors mean keep: if the runtime fails or is slow, or a record
 //     cannot be read, nothing is reclaimed in that pass.
-//  8. A record that needs teardown is retried whatever the runtime says,
+//  9. A record that needs teardown is retried whatever the runtime says,
 //     with per-record capped exponential backoff, and optionally its
 //     failing delegates are abandoned after AbandonAfter.
 package reconcile
@@ -77,6 +89,9 @@ type Reconciler struct {
 	Store   cache.Store
 	Marks   cache.MarkStore
 	Runtime SandboxLister
+	// NetNS shows the node's network namespaces (ProcNetNS); nil: no
+	// record's netns proves anything.
+	NetNS   NetNSObserver
 	Engine  Reclaimer
 	Backoff Backoff
 	// Observer, if set, gets every pass's report.
@@ -128,6 +143,8 @@ type pass struct {
 	// keep is why nothing may be reclaimed in this pass ("": reclaim).
 	keep string
 	due  []*cache.Record
+	// procs is this phase's look at the node's processes (nil: not yet).
+	procs *Processes
 }
 
 // Mark is cache.Mark, named here for the package's readers.
@@ -146,6 +163,8 @@ func (r *Reconciler) Pass(ctx context.Context) (*Report, error) {
 	}
 	if p.keep != "" {
 		r.log().Warn("reconcile: nothing reclaimed in this pass", "cause", p.keep, "kept", p.rep.Kept)
+	} else if p.rep.EmptyList {
+		r.log().Warn("reconcile: "+emptyList+": only records whose netns proves their sandbox gone are candidates", "kept", p.rep.Kept)
 	}
 	if r.Observer != nil {
 		r.Observer.ObservePass(p.rep)
@@ -238,7 +257,7 @@ func heldSince(rec *cache.Record) time.Time {
 	return since
 }
 
-// decide applies rules 1 to 5 (phase one) to a complete record.
+// decide applies rules 1 to 6 (phase one) to a complete record.
 func (p *pass) decide(rec *cache.Record, alive map[string]struct{}) {
 	key := rec.Key
 	if !InScope(rec) {
@@ -263,6 +282,10 @@ func (p *pass) decide(rec *cache.Record, alive map[string]struct{}) {
 		p.notCandidate(key, ActInFlight, why)
 		return
 	}
+	ev, ok := p.netnsAllows(rec, len(alive) == 0, ActAlive)
+	if !ok {
+		return
+	}
 	p.rep.Candidates++
 	version := Version(rec)
 	m, ok := p.marks[key]
@@ -271,6 +294,9 @@ func (p *pass) decide(rec *cache.Record, alive map[string]struct{}) {
 		reason := "no sandbox listed"
 		if ok {
 			reason = "no sandbox listed; the record changed since its earlier mark"
+		}
+		if ev.Verdict == NSDead {
+			reason += "; " + ev.Why
 		}
 		if p.Opts.DryRun {
 			p.rep.decide(key, ActWouldMark, reason)

@@ -13,7 +13,7 @@ type Action string
 const (
 	// Never candidates.
 	ActOutOfScope Action = "out-of-scope" // not made by a CRI runtime
-	ActAlive      Action = "alive"        // its sandbox is listed
+	ActAlive      Action = "alive"        // its sandbox is listed, or its netns shows it runs
 	ActInFlight   Action = "in-flight"    // its lock is held
 	ActRecent     Action = "recent"       // changed within the grace period
 	// Candidates.
@@ -24,7 +24,7 @@ const (
 	ActWouldReclaim Action = "would-reclaim" // dry run
 	ActLeft         Action = "left"          // phase two found a reason not to; the mark is cleared
 	ActFailed       Action = "reclaim-failed"
-	// Errors mean keep.
+	// Errors, and the doubt of an empty sandbox list, mean keep.
 	ActKept Action = "kept"
 	// Records that need teardown, retried whatever the runtime says.
 	ActRetried     Action = "retried"
@@ -65,9 +65,13 @@ type Report struct {
 	Marked     int `json:"marked"`
 	Reclaimed  int `json:"reclaimed"`
 	// Kept counts the records kept because of an error (the runtime or a
-	// record could not be read), KeptCause says which.
+	// record could not be read) or of the doubt of an empty sandbox list,
+	// KeptCause says which.
 	Kept      int    `json:"keptBecauseOfErrors"`
 	KeptCause string `json:"keptCause,omitempty"`
+	// EmptyList is set when a ListPodSandbox listed no sandboxes and that
+	// kept records (their netns proved nothing): KeptCause says so.
+	EmptyList bool `json:"runtimeListedNone,omitempty"`
 	// RuntimeError is set when a ListPodSandbox failed or was too slow.
 	RuntimeError string `json:"runtimeError,omitempty"`
 	Retried      int    `json:"retried"`

@@ -21,7 +21,7 @@ func (w *world) heldRecord(cid string, failedAt time.Time) {
 	require.NoError(w.t, w.store.Save(rec))
 }
 
-// TestRetryWithBackoff: rule 8. A record that needs teardown is retried
+// TestRetryWithBackoff: rule 9. A record that needs teardown is retried
 // whatever the runtime says (here: unreachable), with capped exponential
 // backoff per record; once the fault is lifted the retry releases it. A
 // second record keeps its own schedule.
@@ -111,7 +111,7 @@ func TestAbandonAfter(t *testing.T) {
 	}
 }
 
-// TestReclaimNetnsIdentity: rule 6. The reclaim's DELs get the recorded
+// TestReclaimNetnsIdentity: rule 7. The reclaim's DELs get the recorded
 // netns only while it is still the namespace of the ADD.
 func TestReclaimNetnsIdentity(t *testing.T) {
 	id := cache.NetNSIdentity{Dev: 4, Ino: 4026532000, ID: 77}

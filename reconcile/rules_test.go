@@ -33,7 +33,7 @@ func TestInScope(t *testing.T) {
 	}
 }
 
-// TestTwoPhases: rule 5 and 6. A candidate is marked, waits, and is
+// TestTwoPhases: rules 6 and 7. A candidate is marked, waits, and is
 // reclaimed only on a pass at least grace after the mark, in strict
 // reverse order, after which its record and mark are gone.
 func TestTwoPhases(t *testing.T) {
@@ -122,7 +122,7 @@ func TestOrderRecordsFirst(t *testing.T) {
 	assert.Zero(t, rep.Records)
 }
 
-// TestPhaseTwoPreconditions: rule 5's reclaim conditions; each failing one
+// TestPhaseTwoPreconditions: rule 6's reclaim conditions; each failing one
 // leaves the record and clears the mark.
 func TestPhaseTwoPreconditions(t *testing.T) {
 	for _, tc := range []struct {
@@ -191,7 +191,7 @@ func TestRestartBetweenPhases(t *testing.T) {
 	assert.Equal(t, ActReclaimed, actionOf(rep, "x"))
 }
 
-// TestErrorsMeanKeep: rule 7. The runtime failing (on the first list or on
+// TestErrorsMeanKeep: rule 8. The runtime failing (on the first list or on
 // phase two's fresh one) or an unreadable record: nothing reclaimed or
 // marked in that pass, the cause in the report; marks are kept for later.
 func TestErrorsMeanKeep(t *testing.T) {

@@ -26,8 +26,12 @@ runtime's pod sandboxes over CRI (--runtime-endpoint), and:
 
   - considers only records made by a CRI runtime (CNI_ARGS carry
     K8S_POD_INFRA_CONTAINER_ID equal to the container ID);
-  - never touches a record whose sandbox is listed (in any state), whose lock
-    is held, or which changed within --grace;
+  - never touches a record whose sandbox is listed (in any state), whose
+    netns shows its sandbox runs (a process is in the namespace of its ADD),
+    whose lock is held, or which changed within --grace;
+  - when the runtime lists no sandboxes at all, which proves nothing (a wrong
+    endpoint, a runtime not yet restored), keeps every record whose netns
+    does not prove its sandbox gone;
   - marks every other one durably (phase one), and reclaims a marked record
     (tears it down with its cached config, in reverse order) only on a later
     pass at least --grace after its mark, if a fresh ListPodSandbox still
@@ -82,8 +86,8 @@ decision. Exits 1 if the pass met an error.`,
 func printReconcile(w io.Writer, rep *reconcile.Report) error {
 	t := newTable(w, "ACTION", "NETWORK", "CONTAINER", "IFNAME", "REASON")
 	for _, d := range rep.Decisions {
-		if d.Action == reconcile.ActAlive {
-			continue
+		if d.Action == reconcile.ActAlive && d.Reason == "" {
+			continue // listed by the runtime
 		}
 		t.row(string(d.Action), d.Key.Network, d.Key.ContainerID, d.Key.IfName, cli.Printable(d.Reason))
 	}

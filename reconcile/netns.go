@@ -1,0 +1,96 @@
+package reconcile
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+
+	"github.com/catena-cni/catena/cache"
+)
+
+// NetNSObserver is what a pass sees of the node's network namespaces
+// (ProcNetNS on a real node).
+type NetNSObserver interface {
+	// Stat is the identity of the namespace whose file is at path
+	// (libchain.StatNetNS); a missing path is fs.ErrNotExist.
+	Stat(path string) (cache.NetNSIdentity, error)
+	// Scan looks at every process (and thread) of the node once.
+	Scan() (Processes, error)
+}
+
+// Processes is one look at the node's processes.
+type Processes struct {
+	// In names one process in each network namespace some process is in,
+	// by the namespace's full identity ("pid 123 (pause)").
+	In map[cache.NetNSIdentity]string
+	// Incomplete, when set, says why some processes may not have been
+	// seen (not in the host's PID namespace, a /proc entry unreadable):
+	// then no namespace is known to have no process in it.
+	Incomplete string
+}
+
+// Verdict is what a record's netns says of its sandbox.
+type Verdict int
+
+// The verdicts.
+const (
+	// NSUnknown: nothing proves the sandbox alive or gone (no netns or
+	// no identity recorded, unreadable).
+	NSUnknown Verdict = iota
+	// NSAlive: a process is in the namespace of the record's ADD (or,
+	// where not every process can be seen, its file is still that
+	// namespace): the sandbox runs, whatever the runtime lists.
+	NSAlive
+	// NSDead: proof that the sandbox is gone: no process is in the
+	// namespace of its ADD, and its file is gone, is another namespace,
+	// or has no process in it.
+	NSDead
+)
+
+// Evidence is a Verdict and why.
+type Evidence struct {
+	Verdict Verdict
+	Why     string
+}
+
+// judge tells what rec's netns says of its sandbox, from one look at the
+// node's processes. Only a record whose ADD recorded the namespace's
+// identity can be proved gone; any doubt is NSUnknown or NSAlive.
+func judge(obs NetNSObserver, procs Processes, rec *cache.Record) Evidence {
+	path := rec.NetNS
+	if path == "" {
+		return Evidence{NSUnknown, "no netns recorded"}
+	}
+	cur, err := obs.Stat(path)
+	if rec.NetNSID == nil {
+		if who := procs.In[cur]; err == nil && who != "" {
+			return Evidence{NSAlive, fmt.Sprintf("%s is in netns %s (the record has no netns identity to tell whether it is the namespace of its ADD)", who, path)}
+		}
+		return Evidence{NSUnknown, "the record (from an earlier build, or adopted) has no netns identity to prove its namespace gone"}
+	}
+	if who := procs.In[*rec.NetNSID]; who != "" {
+		return Evidence{NSAlive, fmt.Sprintf("%s is in the netns of its ADD (%s)", who, path)}
+	}
+	complete := procs.Incomplete == ""
+	switch {
+	case err == nil && cur == *rec.NetNSID && complete:
+		return Evidence{NSDead, fmt.Sprintf("netns %s is still that of its ADD, but no process is in it", path)}
+	case err == nil && cur == *rec.NetNSID:
+		return Evidence{NSAlive, fmt.Sprintf("netns %s is still that of its ADD (whether a process is in it is unknown: %s)", path, procs.Incomplete)}
+	case err == nil && complete:
+		return Evidence{NSDead, fmt.Sprintf("netns %s is now another namespace, and no process is in that of its ADD", path)}
+	case err == nil:
+		return Evidence{NSDead, fmt.Sprintf("netns %s is now another namespace", path)}
+	case !errors.Is(err, fs.ErrNotExist):
+		return Evidence{NSUnknown, fmt.Sprintf("netns %s cannot be read: %v", path, err)}
+	case complete:
+		return Evidence{NSDead, fmt.Sprintf("netns %s is gone, and no process is in the namespace of its ADD", path)}
+	}
+	// Not every process is seen: a missing file proves the namespace
+	// gone only if its directory is there to be seen.
+	if _, err := obs.Stat(filepath.Dir(path)); err != nil {
+		return Evidence{NSUnknown, fmt.Sprintf("netns %s is not here, nor is its directory: %v", path, err)}
+	}
+	return Evidence{NSDead, fmt.Sprintf("netns %s is gone", path)}
+}
