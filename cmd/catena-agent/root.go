@@ -132,7 +132,7 @@ func (f *installFlags) logger(w io.Writer) (*slog.Logger, error) {
 }
 
 // installer builds the Installer the flags describe.
-func (f *installFlags) installer(e env) (*nodeconf.Installer, error) {
+func (f *installFlags) installer(e env, cmdName string) (*nodeconf.Installer, error) {
 	if err := f.cfg.Validate(); err != nil {
 		return nil, &cli.UsageError{Err: err}
 	}
@@ -143,7 +143,7 @@ func (f *installFlags) installer(e env) (*nodeconf.Installer, error) {
 	if err != nil {
 		return nil, err
 	}
-	i := &nodeconf.Installer{Fs: e.fs, Cfg: f.cfg, Log: log}
+	i := &nodeconf.Installer{Fs: e.fs, Cfg: f.cfg, Log: log, Interlock: nodeconf.NewDirLock(f.cfg.ConfDir, holder(cmdName))}
 	if f.resultsDir != "" {
 		i.Adopt = adopter(f.resultsDir, f.cfg.Catena.CacheDir, log, f.onAdopt)
 	}
@@ -176,4 +176,9 @@ func flagsFromEnv(fl *pflag.FlagSet, getenv func(string) string) error {
 // envName is the environment variable of a flag.
 func envName(flag string) string {
 	return envPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// holder describes this process in the conf dir's interlock.
+func holder(cmd string) string {
+	return fmt.Sprintf("catena-agent %s (pid %d)", cmd, os.Getpid())
 }
