@@ -146,14 +146,16 @@ func sameFile(f *os.File, path string) bool {
 }
 
 // holdConfDir takes the Installer's interlock, if it has one, before a
-// pass writes anything; a conf dir that does not exist yet has nothing to
-// protect.
+// pass writes anything; a conf dir that does not exist yet, or is mounted
+// read-only, has nothing to protect.
 func (i *Installer) holdConfDir() error {
 	if i.Interlock == nil {
 		return nil
 	}
 	_, err := i.Interlock.TryLock()
-	if errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.EROFS) {
+		// No dir, or nobody can write to it: nothing to interlock, and a
+		// file already in place stays ready.
 		return nil
 	}
 	if errors.Is(err, ErrHeld) {

@@ -71,7 +71,11 @@ the generated file, adopts the attachments the primary made before (from the
 runtime's libcni cache, --results-dir), so their DEL still tears them down.
 
 Writes are atomic (temp file in the same dir, fsync, rename, fsync of the dir)
-and happen only when content changes. A primary that is invalid, half-written,
+and happen only when content changes. The generated file's mode is the
+primary's masked to at most 0644; a narrower mode set by hand is kept.
+Temp files a killed agent left (.catena.<hex>.tmp, ...) are removed once 2
+minutes old. install and run hold the conf dir's interlock
+(.catena-agent.lock) while they may write; see uninstall. A primary that is invalid, half-written,
 missing or already Catena's is never wrapped: the last good generated file
 stays, and the reason is logged. No subcommand ever removes the generated file
 except uninstall.
