@@ -134,9 +134,9 @@ func TestServerBoundsIdleConnections(t *testing.T) {
 	time.Sleep(time.Second)
 	t.Logf("1 s after 1000 keep-alive clients: %d served, server holds %d conns (peak %d), process fds +%d", served.Load(), cl.open.Load(), cl.peak.Load(), fds(t)-fd0)
 	assert.NoError(t, probe(addr), "a probe while they idle")
-	time.Sleep(11 * time.Second)
-	t.Logf("12 s after: %d served, server holds %d conns (peak %d)", served.Load(), cl.open.Load(), cl.peak.Load())
-	assert.Zero(t, cl.open.Load(), "idle keep-alive connections are closed")
+	start := time.Now()
+	closed := assert.Eventually(t, func() bool { return cl.open.Load() == 0 }, 20*time.Second, 100*time.Millisecond, "idle keep-alive connections are closed")
+	t.Logf("%s later: %d served, server holds %d conns (peak %d); all closed: %v", time.Since(start).Round(100*time.Millisecond), served.Load(), cl.open.Load(), cl.peak.Load(), closed)
 }
 
 // TestServerDropsSlowLoris: 200 clients dribbling a header byte every
@@ -223,7 +223,7 @@ func TestStalledScrapeBlocksNothing(t *testing.T) {
 	t.Logf("a client never reading: %d scrapes sent; the reconcile loop's Poll took at most %s meanwhile", sent.Load(), worst)
 	assert.Less(t, worst, 100*time.Millisecond)
 	require.NoError(t, os.WriteFile(filepath.Join(cache, "x"), nil, 0o600)) // the cache dir stays usable
-	ok := assert.Eventually(t, func() bool { return cl.open.Load() == 0 }, 13*time.Second, 100*time.Millisecond, "the stalled connection is closed")
+	ok := assert.Eventually(t, func() bool { return cl.open.Load() == 0 }, 20*time.Second, 100*time.Millisecond, "the stalled connection is closed (WriteTimeout)")
 	if ok {
 		t.Logf("the stalled connection was closed %s after the scrapes began", time.Since(begin).Round(100*time.Millisecond))
 	}
