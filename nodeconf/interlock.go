@@ -82,8 +82,7 @@ func (l *DirLock) TryLock() (bool, error) {
 			continue
 		}
 		if err := l.describe(); err != nil {
-			_ = l.Unlock()
-			return false, err
+			return false, errors.Join(err, l.Unlock())
 		}
 		return true, nil
 	}
