@@ -80,6 +80,10 @@ type Installer struct {
 	Adopt Adopter // nil: nothing to adopt
 	Log   *slog.Logger
 	Now   func() time.Time // default time.Now
+	// Interlock, if set, is held while anything is written (interlock.go).
+	Interlock *DirLock
+
+	node nodeState // watch.go's and stale.go's
 
 	mu     sync.Mutex // one Sync at a time
 	pinned string
@@ -122,6 +126,9 @@ func (i *Installer) sync(ctx context.Context) (Status, error) {
 	if err := i.Cfg.Validate(); err != nil {
 		return st, err
 	}
+	if err := i.holdConfDir(); err != nil {
+		return st, err
+	}
 	files, err := ConfFiles(i.Fs, i.Cfg.ConfDir)
 	if err != nil {
 		return st, err
@@ -150,7 +157,11 @@ func (i *Installer) sync(ctx context.Context) (Status, error) {
 		}
 	}
 	path := filepath.Join(i.Cfg.ConfDir, i.Cfg.ConfName)
-	same, err := sameContent(i.Fs, path, bytes.NewReader(out), int64(len(out)), confPerm)
+	perm, err := i.confMode(path, p.File)
+	if err != nil {
+		return st, err
+	}
+	same, err := sameContent(i.Fs, path, bytes.NewReader(out), int64(len(out)), perm)
 	if err != nil {
 		return st, err
 	}
@@ -160,7 +171,7 @@ func (i *Installer) sync(ctx context.Context) (Status, error) {
 				return st, fmt.Errorf("adopting the attachments of network %q before wrapping %s: %w", p.List.Name, p.File, err)
 			}
 		}
-		if st.Wrote, err = WriteFileAtomic(i.Fs, path, out, confPerm); err != nil {
+		if st.Wrote, err = WriteFileAtomic(i.Fs, path, out, perm); err != nil {
 			return st, err
 		}
 		i.Log.Info("wrote the generated conflist", "file", path, "primary", p.File, "sha256", p.SHA256, "network", p.List.Name)
@@ -172,9 +183,6 @@ func (i *Installer) sync(ctx context.Context) (Status, error) {
 	st.Ready = true
 	return st, nil
 }
-
-// confPerm is the generated file's mode: runtimes and tools read it.
-const confPerm = 0o644
 
 // choose returns the primary's name: --primary-conf, else the one pinned
 // by an earlier pass, else the source named by the generated file already

@@ -2,6 +2,7 @@ package nodeconf
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -18,24 +19,41 @@ const debounce = 250 * time.Millisecond
 // shortly after any change in the conf dir (fsnotify), and one every resync
 // in any case (a missed event, a dir created later, a binary removed). A
 // failed Sync is logged (once per distinct reason) and leaves every file in
-// place. Watch returns nil when ctx is done; files are never removed.
+// place. The watch follows a conf dir renamed away and re-created (it also
+// watches the parent, and compares the dir's identity on every pass); the
+// first pass and every resync sweep stale temp files (SweepTemp); a file
+// that keeps being changed by someone else is rewritten with exponential
+// backoff (contest). Watch returns nil when ctx is done, and an error
+// wrapping ErrStaleMount when the conf dir is a mount that no longer shows
+// the host's dir; files are never removed, the interlock is released.
 func (i *Installer) Watch(ctx context.Context, resync time.Duration) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return fmt.Errorf("watching %s: %w", i.Cfg.ConfDir, err)
 	}
 	defer w.Close()
-	watching := false
+	defer func() {
+		if err := i.Close(); err != nil {
+			i.Log.Warn("releasing the interlock", "error", err)
+		}
+	}()
+	dir := filepath.Clean(i.Cfg.ConfDir)
+	arm := dirWatch{w: w, dir: dir, log: i.Log}
+	arm.parent()
 	tick := time.NewTicker(resync)
 	defer tick.Stop()
 	var pending <-chan time.Time
 	lastReason := ""
-	pass := func() {
-		if !watching {
-			if err := w.Add(i.Cfg.ConfDir); err == nil {
-				watching = true
-			} else if lastReason == "" {
-				i.Log.Warn("cannot watch the conf dir yet; resyncing periodically", "dir", i.Cfg.ConfDir, "error", err)
+	c := contest{max: resync, log: i.Log}
+	pass := func(sweep bool) error {
+		arm.rearm(lastReason == "")
+		if err := i.StaleMount(); err != nil {
+			i.setStatus(Status{Reason: err.Error(), At: time.Now()})
+			return err
+		}
+		if sweep {
+			if _, err := i.SweepTemp(); err != nil {
+				i.Log.Warn("sweeping stale temp files", "error", err)
 			}
 		}
 		st, err := i.Sync(ctx)
@@ -45,35 +63,51 @@ func (i *Installer) Watch(ctx context.Context, resync time.Duration) error {
 			i.Log.Info("ready", "primary", st.Primary)
 		}
 		lastReason = st.Reason
+		c.observe(i, st, err)
+		return nil
 	}
-	pass()
+	if err := pass(true); err != nil {
+		return err
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case ev, ok := <-w.Events:
 			if !ok {
-				return fmt.Errorf("watching %s: event channel closed", i.Cfg.ConfDir)
+				return fmt.Errorf("watching %s: event channel closed", dir)
 			}
-			if ev.Has(fsnotify.Remove) && filepath.Clean(ev.Name) == filepath.Clean(i.Cfg.ConfDir) {
-				watching = false
-			}
-			if relevant(ev.Name) && pending == nil {
-				pending = time.After(debounce)
+			name := filepath.Clean(ev.Name)
+			// The interlock's file: its holder may just have released it.
+			if name == dir || (filepath.Dir(name) == dir && (relevant(name) || filepath.Base(name) == LockName && !i.Interlock.Held())) {
+				if pending == nil {
+					pending = time.After(c.wait(debounce))
+				}
 			}
 		case err, ok := <-w.Errors:
 			if !ok {
-				return fmt.Errorf("watching %s: error channel closed", i.Cfg.ConfDir)
+				return fmt.Errorf("watching %s: error channel closed", dir)
 			}
-			i.Log.Warn("watching the conf dir", "dir", i.Cfg.ConfDir, "error", err)
-			pending = time.After(debounce)
+			i.Log.Warn("watching the conf dir", "dir", dir, "error", err)
+			pending = time.After(c.wait(debounce))
 		case <-pending:
 			pending = nil
-			pass()
+			if err := pass(false); err != nil {
+				return err
+			}
 		case <-tick.C:
-			pass()
+			if err := pass(true); err != nil {
+				return err
+			}
 		}
 	}
+}
+
+// setStatus records st as the last pass's outcome.
+func (i *Installer) setStatus(st Status) {
+	i.statusMu.Lock()
+	defer i.statusMu.Unlock()
+	i.status = st
 }
 
 // relevant: an event on a config file (not a temp file) may change what is
@@ -81,3 +115,6 @@ func (i *Installer) Watch(ctx context.Context, resync time.Duration) error {
 func relevant(name string) bool {
 	return slices.Contains(confExts, filepath.Ext(name))
 }
+
+// errNoDir is dirWatch's reason when the conf dir cannot be watched.
+var errNoDir = errors.New("cannot watch the conf dir yet; resyncing periodically")

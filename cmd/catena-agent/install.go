@@ -1,9 +1,13 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/catena-cni/catena/nodeconf"
 )
 
 func installCmd(e env) *cobra.Command {
@@ -18,20 +22,21 @@ conflist, each only when something changed.
 
 With --once it does one pass and exits 0 if everything is in place (written
 now or already), or 1 with the reason if not, e.g. when there is no usable
-primary, in which case it writes no config. Without --once it keeps
+primary, in which case it writes no config, or when a running catena-agent
+(or uninstall) holds the conf dir's interlock (.catena-agent.lock). Without --once it keeps
 everything current (fsnotify on the conf dir and a periodic --resync) until
 SIGTERM or SIGINT, and then exits 0 leaving every file in place: pods created
 while the agent is down still go through Catena.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			inst, err := f.installer(e)
+			inst, err := f.installer(e, "install")
 			if err != nil {
 				return err
 			}
 			if !once {
 				return inst.Watch(cmd.Context(), f.resync)
 			}
-			st, err := inst.Sync(cmd.Context())
+			st, err := syncOnce(cmd.Context(), inst)
 			if err != nil {
 				return err
 			}
@@ -46,4 +51,14 @@ while the agent is down still go through Catena.`,
 	f.register(cmd, e)
 	cmd.Flags().BoolVar(&once, "once", false, "do one pass and exit")
 	return cmd
+}
+
+// syncOnce is install --once's pass: stale temp files swept, one Sync,
+// the interlock released.
+func syncOnce(ctx context.Context, inst *nodeconf.Installer) (st nodeconf.Status, err error) {
+	defer func() { err = errors.Join(err, inst.Close()) }()
+	if _, err := inst.SweepTemp(); err != nil {
+		inst.Log.Warn("sweeping stale temp files", "error", err)
+	}
+	return inst.Sync(ctx)
 }

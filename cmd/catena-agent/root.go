@@ -71,7 +71,11 @@ the generated file, adopts the attachments the primary made before (from the
 runtime's libcni cache, --results-dir), so their DEL still tears them down.
 
 Writes are atomic (temp file in the same dir, fsync, rename, fsync of the dir)
-and happen only when content changes. A primary that is invalid, half-written,
+and happen only when content changes. The generated file's mode is the
+primary's masked to at most 0644; a narrower mode set by hand is kept.
+Temp files a killed agent left (.catena.<hex>.tmp, ...) are removed once 2
+minutes old. install and run hold the conf dir's interlock
+(.catena-agent.lock) while they may write; see uninstall. A primary that is invalid, half-written,
 missing or already Catena's is never wrapped: the last good generated file
 stays, and the reason is logged. No subcommand ever removes the generated file
 except uninstall.
@@ -132,7 +136,7 @@ func (f *installFlags) logger(w io.Writer) (*slog.Logger, error) {
 }
 
 // installer builds the Installer the flags describe.
-func (f *installFlags) installer(e env) (*nodeconf.Installer, error) {
+func (f *installFlags) installer(e env, cmdName string) (*nodeconf.Installer, error) {
 	if err := f.cfg.Validate(); err != nil {
 		return nil, &cli.UsageError{Err: err}
 	}
@@ -143,7 +147,7 @@ func (f *installFlags) installer(e env) (*nodeconf.Installer, error) {
 	if err != nil {
 		return nil, err
 	}
-	i := &nodeconf.Installer{Fs: e.fs, Cfg: f.cfg, Log: log}
+	i := &nodeconf.Installer{Fs: e.fs, Cfg: f.cfg, Log: log, Interlock: nodeconf.NewDirLock(f.cfg.ConfDir, holder(cmdName))}
 	if f.resultsDir != "" {
 		i.Adopt = adopter(f.resultsDir, f.cfg.Catena.CacheDir, log, f.onAdopt)
 	}
@@ -176,4 +180,9 @@ func flagsFromEnv(fl *pflag.FlagSet, getenv func(string) string) error {
 // envName is the environment variable of a flag.
 func envName(flag string) string {
 	return envPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// holder describes this process in the conf dir's interlock.
+func holder(cmd string) string {
+	return fmt.Sprintf("catena-agent %s (pid %d)", cmd, os.Getpid())
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -25,8 +24,10 @@ func runCmd(e env) *cobra.Command {
 periodic --resync), and serves on --listen-addr:
 
   /healthz  200 while the install loop is alive (a pass within 3 x --resync)
-  /readyz   200 once the generated conflist is in place, wraps the current
-            primary and sorts first; 503 with the reason otherwise
+  /readyz   200 while the last pass succeeded and the generated conflist is
+            in place now (read at each probe: present, with the content
+            and mode the agent would write from the primary as it is now,
+            sorting first); 503 with the reason otherwise
   /metrics  Prometheus metrics: operations (from the event journal), records
             by network and phase, held attachments, reconcile passes
 
@@ -36,6 +37,13 @@ catenactl reconcile does): attachments whose sandbox the CRI runtime at
 least --grace later if still unlisted, unlocked and unchanged; records that
 need teardown are retried with per-record backoff whatever the runtime says.
 
+It holds the conf dir's interlock (.catena-agent.lock, flock) while it runs:
+uninstall waits for it, and it writes nothing while another agent or
+uninstall holds it. A file that another writer keeps changing or removing
+(Cilium's cni.exclusive) is rewritten with exponential backoff up to
+--resync, with a warning per step. A conf dir that is a mount whose host
+dir was deleted or renamed (a hostPath bind mount keeps the old inode)
+makes it exit 1, so that kubelet restarts it with a fresh mount.
 On SIGTERM it exits leaving every file in place.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -52,7 +60,7 @@ On SIGTERM it exits leaving every file in place.`,
 				defer func() { _ = obs.closer.Close() }()
 			}
 			f.onAdopt = obs.onAdopt
-			inst, err := f.installer(e)
+			inst, err := f.installer(e, "run")
 			if err != nil {
 				return err
 			}
@@ -76,18 +84,10 @@ On SIGTERM it exits leaving every file in place.`,
 	return cmd
 }
 
-// installReady is ready once a pass found everything in place.
+// installReady is ready while the last pass succeeded and the generated
+// file is in place now, as the agent would write it (Installer.Current).
 func installReady(inst *nodeconf.Installer) agent.Check {
-	return func() error {
-		st := inst.Status()
-		switch {
-		case st.At.IsZero():
-			return errors.New("no pass yet")
-		case !st.Ready:
-			return errors.New(st.Reason)
-		}
-		return nil
-	}
+	return inst.Current
 }
 
 // installAlive fails when no pass has ended for 3 resync periods after the

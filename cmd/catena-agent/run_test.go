@@ -5,7 +5,6 @@ import (
 	"context"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,15 +43,7 @@ func TestRunServesReadiness(t *testing.T) {
 		cancel()
 		<-done
 	})
-	get := func(path string) (int, string) {
-		resp, err := http.Get("http://" + addr + path)
-		if err != nil {
-			return 0, err.Error()
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(body)
-	}
+	get := func(path string) (int, string) { return httpGet(addr, path) }
 	// Before the first pass /readyz says "no pass yet"; wait for the
 	// pass's own verdict.
 	var body string

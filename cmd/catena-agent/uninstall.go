@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -13,9 +14,17 @@ import (
 	"github.com/catena-cni/catena/nodeconf"
 )
 
+// Defaults of uninstall's waits: an agent pod's termination grace is 10 s;
+// an agent's debounce is 250 ms.
+const (
+	defaultAgentTimeout = 60 * time.Second
+	defaultSettle       = time.Second
+)
+
 func uninstallCmd(e env) *cobra.Command {
 	var confDir, confName, binDir, cacheDir string
 	var wait bool
+	var agentTimeout, settle time.Duration
 	cmd := &cobra.Command{
 		Use:   "uninstall",
 		Short: "Remove Catena's generated conflist (and with --cni-bin-dir its binaries); never the primary's",
@@ -26,15 +35,32 @@ that dir. It then lists the attachments that still have a record in
 --cache-dir: pods created through Catena whose DEL now goes to the primary's
 plugins directly.
 
-Stop the agent (delete its DaemonSet) first, or it writes the file again.
-With --wait it then blocks until SIGTERM, for a DaemonSet whose pod must stay
-running.`,
+Every running catena-agent holds the conf dir's interlock
+(.catena-agent.lock, flock): uninstall first waits up to --agent-timeout for
+them to exit (stop the agent: delete its DaemonSet), and fails with exit 1,
+saying so and removing nothing, if one still runs. Holding the interlock it
+removes the file, then checks for --settle that the file stays removed (an
+older agent that knows no interlock would write it again: exit 1). Only
+then does it say "removed" and exit 0.
+With --wait it then blocks until SIGTERM, holding the interlock, for a
+DaemonSet whose pod must stay running: an agent that starts meanwhile (a pod
+restarted) writes nothing and reports not ready.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			u, err := nodeconf.Uninstall(e.fs, confDir, confName, binDir)
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
+			if agentTimeout < 0 || settle < 0 {
+				return cli.Usagef("--agent-timeout %s, --settle %s: must not be negative", agentTimeout, settle)
+			}
+			u, lock, err := nodeconf.UninstallHeld(cmd.Context(), e.fs, nodeconf.UninstallOptions{
+				ConfDir: confDir, ConfName: confName, BinDir: binDir, Holder: holder("uninstall"),
+				AgentTimeout: agentTimeout, Settle: settle,
+				Waiting: func(reason string) {
+					fmt.Fprintf(e.stderr, "waiting up to %s for the agent to exit: %s\n", agentTimeout, cli.Printable(reason))
+				},
+			})
 			if err != nil {
 				return err
 			}
+			defer func() { err = errors.Join(err, lock.Unlock()) }()
 			if u.Conf == "" {
 				fmt.Fprintf(e.stdout, "%s: not present\n", filepath.Join(confDir, confName))
 			} else {
@@ -57,7 +83,9 @@ running.`,
 	fl.StringVar(&confName, "conf-name", defaultConfName, "the generated conflist's name")
 	fl.StringVar(&binDir, "cni-bin-dir", "", "also remove catena and catenactl from this dir (default: keep them)")
 	fl.StringVar(&cacheDir, "cache-dir", libchain.DefaultCacheDir, "Catena's cacheDir, whose remaining records are listed")
-	fl.BoolVar(&wait, "wait", false, "after uninstalling, wait for SIGTERM")
+	fl.BoolVar(&wait, "wait", false, "after uninstalling, wait for SIGTERM, holding the conf dir's interlock")
+	fl.DurationVar(&agentTimeout, "agent-timeout", defaultAgentTimeout, "wait this long for running agents to exit before failing")
+	fl.DurationVar(&settle, "settle", defaultSettle, "the generated file must stay removed this long (an agent that knows no interlock would write it again)")
 	return cmd
 }
 
