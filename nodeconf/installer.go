@@ -51,9 +51,10 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Adopter gives a record to each attachment the primary made before
-// Catena's file took over (see package adopt). It runs before every write
-// of the generated file.
+// Adopter gives a record to each attachment the primary made that Catena
+// has none of (see package adopt). It runs before every write of the
+// generated file, and on every pass once the file is in place
+// (adoptpass.go).
 type Adopter func(ctx context.Context, p *Primary) error
 
 // Status is the outcome of the last Sync.
@@ -166,6 +167,9 @@ func (i *Installer) sync(ctx context.Context) (Status, error) {
 		i.Log.Info("wrote the generated conflist", "file", path, "primary", p.File, "sha256", p.SHA256, "network", p.List.Name)
 	}
 	i.pinned = st.Primary
+	if err := i.adoptInPlace(ctx, p); err != nil {
+		return st, err
+	}
 	if before := shadowing(files, i.Cfg.ConfName); len(before) > 0 {
 		return st, fmt.Errorf("%s sorts before %s: the runtime loads it instead of catena's file (choose a --conf-name that sorts first)", strings.Join(before, ", "), i.Cfg.ConfName)
 	}
