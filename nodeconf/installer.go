@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -167,7 +166,7 @@ func (i *Installer) sync(ctx context.Context) (Status, error) {
 		i.Log.Info("wrote the generated conflist", "file", path, "primary", p.File, "sha256", p.SHA256, "network", p.List.Name)
 	}
 	i.pinned = st.Primary
-	if err := i.adoptInPlace(ctx, p); err != nil {
+	if files, err = i.inPlace(ctx, p, files); err != nil {
 		return st, err
 	}
 	if before := shadowing(files, i.Cfg.ConfName); len(before) > 0 {
@@ -179,50 +178,3 @@ func (i *Installer) sync(ctx context.Context) (Status, error) {
 
 // confPerm is the generated file's mode: runtimes and tools read it.
 const confPerm = 0o644
-
-// choose returns the primary's name: --primary-conf, else the one pinned
-// by an earlier pass, else the source named by the generated file already
-// in place (so a restart keeps it), else what the runtime would load.
-func (i *Installer) choose(files []string) (string, error) {
-	if i.Cfg.Primary != "" && i.Cfg.Primary != "auto" {
-		return i.Cfg.Primary, nil
-	}
-	name := i.pinned
-	if name == "" {
-		name = i.previousSource()
-	}
-	if name == "" {
-		return AutoPrimary(files, i.Cfg.ConfName)
-	}
-	for _, f := range files {
-		if f >= name {
-			break
-		}
-		if f != i.Cfg.ConfName && !i.noted[f] {
-			if i.noted == nil {
-				i.noted = map[string]bool{}
-			}
-			i.noted[f] = true
-			i.Log.Warn("a config file sorts before the pinned primary; not switching to it (pass --primary-conf to choose)", "file", f, "primary", name)
-		}
-	}
-	return name, nil
-}
-
-// previousSource returns the primary named by the marker of the generated
-// file in place, or "".
-func (i *Installer) previousSource() string {
-	data, err := readRegular(i.Fs, filepath.Join(i.Cfg.ConfDir, i.Cfg.ConfName), maxConfSize)
-	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			i.Log.Warn("reading the generated conflist for its primary", "error", err)
-		}
-		return ""
-	}
-	m, ok := ReadMarker(data)
-	if !ok || m.Source == i.Cfg.ConfName || m.Source != filepath.Base(m.Source) {
-		return ""
-	}
-	i.Log.Info("keeping the primary named by the generated conflist", "primary", m.Source)
-	return m.Source
-}
