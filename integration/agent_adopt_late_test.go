@@ -2,8 +2,11 @@ package integration
 
 import (
 	"context"
+	"encoding/base64"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/containernetworking/cni/libcni"
@@ -64,4 +67,50 @@ func TestAgentAdoptsLateEntries(t *testing.T) {
 	assert.Empty(t, left, "libcni entries left")
 	t.Logf("ADD a, install, ADD b (old list), install, DEL a, b through catena: %d IPs, %d veths, %d records held",
 		len(w.ipamFiles(net)), len(w.hostVeths()), len(w.records(net)))
+}
+
+// TestAgentRefusesUntrustedResultsDir is issue 24 §2.I through the agent:
+// `install --once` over a results dir anybody can write, holding an entry
+// planted by uid 65534 that looks like the primary's, adopts nothing,
+// writes no conflist, and says why (exit 1); once the dir is 0700 again,
+// the planted entry, still owned by 65534, is refused and reported, the
+// install goes on, and no record is made of it.
+func TestAgentRefusesUntrustedResultsDir(t *testing.T) {
+	w := newWorld(t)
+	net := "trust-" + w.id
+	confDir, libcniDir := t.TempDir(), t.TempDir()
+	resultsDir := filepath.Join(libcniDir, "results")
+	primary := w.plainList(net, "1.1.0", w.bridgeDelegate())
+	writeAtomic(t, filepath.Join(confDir, primaryName), primary.Bytes)
+	require.NoError(t, os.MkdirAll(resultsDir, 0o700))
+	require.NoError(t, os.Chmod(resultsDir, 0o777))
+	id := w.id + "-planted"
+	entry := fmt.Sprintf(`{"kind":"cniCacheV1","containerId":%q,"ifName":"eth0","networkName":%q,"config":%q,`+
+		`"result":{"cniVersion":"1.1.0","ips":[{"address":"10.99.0.2/24"}]}}`, id, net, base64.StdEncoding.EncodeToString(primary.Bytes))
+	planted := filepath.Join(resultsDir, net+"-"+id+"-eth0")
+	require.NoError(t, os.WriteFile(planted, []byte(entry), 0o644))
+	require.NoError(t, os.Chown(planted, 65534, 65534))
+	n := &agentNode{t: t, w: w, src: binDirOf(t), confDir: confDir}
+	args := []string{"install", "--once", "--cni-conf-dir", confDir, "--cni-bin-dir", "", "--cache-dir", w.cacheDir, "--results-dir", resultsDir}
+
+	out, errOut, code := n.agent(args...)
+	assert.Equal(t, 1, code, "%s%s", out, errOut)
+	assert.Contains(t, errOut, resultsDir)
+	assert.Contains(t, errOut, "writable by group or others")
+	_, err := os.Stat(filepath.Join(confDir, generatedName))
+	assert.ErrorIs(t, err, os.ErrNotExist, "no conflist over an untrusted results dir")
+	assert.Empty(t, w.records(net))
+
+	require.NoError(t, os.Chmod(resultsDir, 0o700))
+	out, errOut, code = n.agent(args...)
+	require.Zero(t, code, "%s%s", out, errOut)
+	assert.Contains(t, errOut, "libcni cache entry refused")
+	assert.Contains(t, errOut, "is owned by uid 65534")
+	assert.Contains(t, errOut, "refused=1")
+	assert.Empty(t, w.records(net), "no record of the planted entry")
+	for _, line := range strings.Split(errOut, "\n") {
+		if strings.Contains(line, "entry refused") {
+			t.Logf("0777 results dir: exit 1, nothing written; 0700 dir: %s", line)
+		}
+	}
 }
