@@ -14,6 +14,18 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// privateNode is a world, its network named prefix+id, a conf dir holding
+// the primary [bridge + host-local] and a private libcni cache dir.
+func privateNode(t *testing.T, prefix string) (*world, string, string, string, *libcni.NetworkConfigList) {
+	t.Helper()
+	w := newWorld(t)
+	net := prefix + w.id
+	confDir, libcniDir := t.TempDir(), t.TempDir()
+	primary := w.plainList(net, "1.1.0", w.bridgeDelegate())
+	writeAtomic(t, filepath.Join(confDir, primaryName), primary.Bytes)
+	return w, net, confDir, libcniDir, primary
+}
+
 // TestAgentAdoptsLateEntries is issue 24 §2.B: a pod ADDed through the
 // primary after adoption's scan (an ADD that started before the runtime
 // reloaded its config: go-cni copies its network list when a call starts)
@@ -23,12 +35,8 @@ import (
 // ADD b through the primary's (old, in-memory) list; `install --once`
 // again; DEL both through Catena's file. Nothing of a or b may be held.
 func TestAgentAdoptsLateEntries(t *testing.T) {
-	w := newWorld(t)
-	net := "late-" + w.id
-	confDir, libcniDir := t.TempDir(), t.TempDir()
+	w, net, confDir, libcniDir, primary := privateNode(t, "late-")
 	resultsDir := filepath.Join(libcniDir, "results")
-	primary := w.plainList(net, "1.1.0", w.bridgeDelegate())
-	writeAtomic(t, filepath.Join(confDir, primaryName), primary.Bytes)
 	cni := libcni.NewCNIConfigWithCacheDir([]string{cniPath}, libcniDir, nil)
 	pods := map[string]string{"a": w.addNetns(w.id + "-a"), "b": w.addNetns(w.id + "-b")}
 	rt := func(name string) *libcni.RuntimeConf {
@@ -76,12 +84,8 @@ func TestAgentAdoptsLateEntries(t *testing.T) {
 // the planted entry, still owned by 65534, is refused and reported, the
 // install goes on, and no record is made of it.
 func TestAgentRefusesUntrustedResultsDir(t *testing.T) {
-	w := newWorld(t)
-	net := "trust-" + w.id
-	confDir, libcniDir := t.TempDir(), t.TempDir()
+	w, net, confDir, libcniDir, primary := privateNode(t, "trust-")
 	resultsDir := filepath.Join(libcniDir, "results")
-	primary := w.plainList(net, "1.1.0", w.bridgeDelegate())
-	writeAtomic(t, filepath.Join(confDir, primaryName), primary.Bytes)
 	require.NoError(t, os.MkdirAll(resultsDir, 0o700))
 	require.NoError(t, os.Chmod(resultsDir, 0o777))
 	id := w.id + "-planted"
