@@ -1,10 +1,14 @@
 // Package adopt gives Catena a record for every attachment that the node's
-// primary CNI made before Catena wrapped it, so that the runtime's later DEL,
-// which then reaches Catena, still tears it down.
+// primary CNI made and Catena has no record of, so that the runtime's later
+// DEL, which then reaches Catena, still tears it down.
 //
 // The source is the runtime's libcni cache: after every ADD, libcni (and so
 // containerd's go-cni) writes <resultsDir>/<network>-<containerID>-<ifname>,
 // holding the conflist used, the runtime's arguments and the final result.
+// Entries keep appearing after Catena's file is installed (an ADD that
+// started before the runtime reloaded its config finishes through the
+// primary), so an Adopter runs on every pass of the agent, and remembers the
+// entries it has settled so that a pass reads only what is new.
 package adopt
 
 import (
@@ -15,6 +19,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/containernetworking/cni/libcni"
@@ -35,11 +40,13 @@ type Options struct {
 	// CacheDir is Catena's cacheDir, where the records are written.
 	CacheDir string
 	// ConfList is the primary's conflist (a .conf already converted to a
-	// list); only the entries of its network are adopted.
+	// list); only the entries of its network are adopted. Only Adopt reads
+	// it: an Adopter is given the conflist on each pass.
 	ConfList []byte
 	// Logger gets one line per adopted attachment; default slog.Default().
 	Logger *slog.Logger
-	// FS is where the libcni cache is read; default the OS filesystem.
+	// FS is where the libcni cache is read; default the OS filesystem,
+	// read under the cache dir's trust rules (see Adopter).
 	FS afero.Fs
 	// Store receives the records; default a DiskStore on CacheDir locked
 	// by a FlockLocker on CacheDir/locks, as the catena plugin builds it.
@@ -49,7 +56,9 @@ type Options struct {
 	LockTimeout time.Duration
 }
 
-// Report says what Adopt did.
+// Report says what one pass did with the entries it had not settled
+// before; an entry settled by an earlier pass of the same Adopter is not
+// counted again.
 type Report struct {
 	// Adopted counts the records written.
 	Adopted int
@@ -58,50 +67,37 @@ type Report struct {
 	AlreadyPresent int
 	// Skipped names each cache file not adopted, with the reason.
 	Skipped []string
+	// Refused names each cache file not adopted because another user
+	// than Catena's could have written it, with the reason.
+	Refused []string
 }
 
-// adopter carries one Adopt call.
-type adopter struct {
-	opts    Options
-	network string
-	log     *slog.Logger
-	rep     Report
+// Adopter adopts the primary's attachments on every pass of the agent. It
+// settles each entry of the results dir once: adopted, found with a record,
+// skipped or refused, and then passes over it while its inode, size, mtime
+// and ctime stay the same, so a pass costs a listing of the dir plus the
+// entries that are new or changed. An entry is never adopted twice: a
+// record that a DEL through Catena removed is not brought back from the
+// libcni entry that libcni removes right after.
+//
+// Trust: on the real disk the results dir is read as Catena reads its own
+// cache dir (cache.TrustedFs): the dir must be owned by Catena's euid and
+// not writable by group or others, and is never reached through a symlink
+// (an untrusted dir fails the pass: nothing in it is adopted); each entry
+// must be a regular file of Catena's euid, not writable by group or others,
+// opened with O_NOFOLLOW (an untrusted entry is refused, logged and
+// reported, and the pass goes on).
+type Adopter struct {
+	opts Options
+	fs   afero.Fs
+
+	mu      sync.Mutex // one pass at a time
+	network string     // whose entries settled holds
+	settled map[string]fileID
 }
 
-// Adopt writes a complete Catena record for every attachment of the primary's
-// network found in the libcni cache that has none yet. A cache file that
-// cannot be adopted is skipped with its reason; an error means the store
-// could not be read or written, and the caller must not install Catena's
-// conflist, as the attachments not yet recorded would leak on DEL.
-func Adopt(ctx context.Context, opts Options) (Report, error) {
-	a, err := newAdopter(opts)
-	if err != nil {
-		return Report{}, err
-	}
-	cands, skipped, err := listCandidates(a.opts.FS, a.opts.ResultsDir, a.network)
-	if err != nil {
-		return Report{}, fmt.Errorf("adopt network %q: %w", a.network, err)
-	}
-	for _, s := range skipped {
-		a.log.Debug("libcni cache entry not adopted", "reason", s)
-	}
-	a.rep.Skipped = skipped
-	for _, c := range cands {
-		if err := a.adoptOne(ctx, c); err != nil {
-			return a.rep, fmt.Errorf("adopt network %q: %w", a.network, err)
-		}
-	}
-	return a.rep, nil
-}
-
-func newAdopter(opts Options) (*adopter, error) {
-	list, err := libcni.NetworkConfFromBytes(opts.ConfList)
-	if err != nil {
-		return nil, fmt.Errorf("adopt: the primary's conflist: %w", err)
-	}
-	if err := utils.ValidateNetworkName(list.Name); err != nil {
-		return nil, fmt.Errorf("adopt: the primary's network name %q: %w", list.Name, err)
-	}
+// New returns an Adopter; opts.ConfList is not used.
+func New(opts Options) (*Adopter, error) {
 	if opts.ResultsDir == "" {
 		opts.ResultsDir = DefaultResultsDir
 	}
@@ -110,7 +106,7 @@ func newAdopter(opts Options) (*adopter, error) {
 	}
 	if opts.Store == nil {
 		if !filepath.IsAbs(opts.CacheDir) {
-			return nil, fmt.Errorf("adopt network %q: catena's cache dir %q is not an absolute path", list.Name, opts.CacheDir)
+			return nil, fmt.Errorf("adopt: catena's cache dir %q is not an absolute path", opts.CacheDir)
 		}
 		opts.Store = cache.NewDiskStore(afero.NewOsFs(), opts.CacheDir,
 			cache.NewFlockLocker(filepath.Join(opts.CacheDir, cache.LocksDir)))
@@ -118,78 +114,172 @@ func newAdopter(opts Options) (*adopter, error) {
 	if opts.LockTimeout <= 0 {
 		opts.LockTimeout = libchain.DefaultLockTimeout
 	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.Default()
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
 	}
-	return &adopter{opts: opts, network: list.Name, log: log}, nil
+	opts.ResultsDir = filepath.Clean(opts.ResultsDir)
+	return &Adopter{opts: opts, fs: cache.TrustedFs(opts.FS, opts.ResultsDir)}, nil
 }
 
-func (a *adopter) skip(name string, why error) {
-	a.rep.Skipped = append(a.rep.Skipped, name+": "+why.Error())
+// Adopt is one pass of a new Adopter on opts.ConfList's network.
+func Adopt(ctx context.Context, opts Options) (Report, error) {
+	if _, err := networkOf(opts.ConfList); err != nil {
+		return Report{}, err
+	}
+	a, err := New(opts)
+	if err != nil {
+		return Report{}, err
+	}
+	return a.Adopt(ctx, opts.ConfList)
+}
+
+// networkOf returns the network name of the primary's conflist.
+func networkOf(confList []byte) (string, error) {
+	list, err := libcni.NetworkConfFromBytes(confList)
+	if err != nil {
+		return "", fmt.Errorf("adopt: the primary's conflist: %w", err)
+	}
+	if err := utils.ValidateNetworkName(list.Name); err != nil {
+		return "", fmt.Errorf("adopt: the primary's network name %q: %w", list.Name, err)
+	}
+	return list.Name, nil
+}
+
+// Adopt writes a complete Catena record for every attachment of the
+// network of confList (the primary's conflist) found in the libcni cache
+// that has none yet and that no earlier pass settled. A cache file that
+// cannot be adopted is skipped or refused with its reason; an error means
+// the results dir or the store could not be read or written, and the
+// caller must not install Catena's conflist (or, if it is in place, must
+// report it not ready), as the attachments not yet recorded would leak on
+// DEL.
+func (a *Adopter) Adopt(ctx context.Context, confList []byte) (Report, error) {
+	network, err := networkOf(confList)
+	if err != nil {
+		return Report{}, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if network != a.network || a.settled == nil {
+		a.network, a.settled = network, map[string]fileID{}
+	}
+	p := &pass{Adopter: a}
+	cands, err := p.scan()
+	if err != nil {
+		return p.rep, fmt.Errorf("adopt network %q: %w", network, err)
+	}
+	for _, c := range cands {
+		if err := p.adoptOne(ctx, c); err != nil {
+			return p.rep, fmt.Errorf("adopt network %q: %w", network, err)
+		}
+	}
+	return p.rep, nil
+}
+
+// pass carries one Adopt call.
+type pass struct {
+	*Adopter
+	rep Report
+}
+
+func (p *pass) settle(name string, id fileID) { p.settled[name] = id }
+
+// skip reports a file not adopted; quiet ones (other networks) are logged
+// at debug level only.
+func (p *pass) skip(name string, why error, quiet bool) {
+	p.rep.Skipped = append(p.rep.Skipped, name+": "+why.Error())
 	level := slog.LevelWarn
-	if errors.Is(why, errCatenaOwn) {
+	if quiet || errors.Is(why, errCatenaOwn) {
 		level = slog.LevelDebug
 	}
-	a.log.Log(context.Background(), level, "libcni cache entry not adopted", "file", name, "reason", why.Error())
+	p.opts.Logger.Log(context.Background(), level, "libcni cache entry not adopted", "file", name, "reason", why.Error())
+}
+
+// refuse reports a file not adopted because it is not trusted.
+func (p *pass) refuse(name string, why error) {
+	p.rep.Refused = append(p.rep.Refused, name+": "+why.Error())
+	p.opts.Logger.Warn("libcni cache entry refused: another user could have written it",
+		"file", filepath.Join(p.opts.ResultsDir, name), "reason", why.Error())
 }
 
 // adoptOne records one cache file's attachment under its lock. Only a store
-// failure is returned; anything wrong with the file is a skip.
-func (a *adopter) adoptOne(ctx context.Context, c candidate) error {
-	path := filepath.Join(a.opts.ResultsDir, c.name)
-	e, err := readEntry(a.opts.FS, path, c, a.network)
-	if err != nil {
-		a.skip(c.name, err)
+// failure is returned; anything wrong with the file is a skip or refusal.
+func (p *pass) adoptOne(ctx context.Context, c candidate) error {
+	path := filepath.Join(p.opts.ResultsDir, c.name)
+	data, id, err := readEntryFile(p.fs, path)
+	switch {
+	case errors.Is(err, cache.ErrUntrusted):
+		p.settle(c.name, id)
+		p.refuse(c.name, err)
+		return nil
+	case errors.Is(err, fs.ErrNotExist):
+		return nil // deleted since the listing: nothing to adopt
+	case err != nil:
+		p.skip(c.name, err, false) // not settled: tried again next pass
 		return nil
 	}
-	rec, err := buildRecord(e)
-	if err != nil {
-		a.skip(c.name, err)
-		return nil
+	e, err := parseEntry(c.name, data, c.info.ModTime(), p.network)
+	if err == nil {
+		var rec *cache.Record
+		if rec, err = buildRecord(e); err == nil {
+			return p.record(ctx, c.name, path, id, rec)
+		}
 	}
-	lctx, cancel := context.WithTimeout(ctx, a.opts.LockTimeout)
+	p.settle(c.name, id)
+	p.skip(c.name, err, false)
+	return nil
+}
+
+// record saves rec unless the attachment has a record already.
+func (p *pass) record(ctx context.Context, name, path string, id fileID, rec *cache.Record) error {
+	lctx, cancel := context.WithTimeout(ctx, p.opts.LockTimeout)
 	defer cancel()
-	lock, err := a.opts.Store.Lock(lctx, rec.Key, cache.Holder{PID: os.Getpid(), Verb: "ADOPT", Since: time.Now()})
+	lock, err := p.opts.Store.Lock(lctx, rec.Key, cache.Holder{PID: os.Getpid(), Verb: "ADOPT", Since: time.Now()})
 	if err != nil {
 		return fmt.Errorf("attachment %s: %w", rec.Key, err)
 	}
 	defer func() { _ = lock.Unlock() }()
-	switch _, err := a.opts.Store.Load(rec.Key); {
+	switch _, err := p.opts.Store.Load(rec.Key); {
 	case err == nil:
-		a.rep.AlreadyPresent++
+		p.settle(name, id)
+		p.rep.AlreadyPresent++
 		return nil
 	case errors.Is(err, cache.ErrCorrupt):
-		a.skip(c.name, fmt.Errorf("catena's record is corrupt, left to catena's own recovery: %w", err))
+		// Not settled: looked at again once catena's recovery has run.
+		p.skip(name, fmt.Errorf("catena's record is corrupt, left to catena's own recovery: %w", err), false)
 		return nil
 	case !errors.Is(err, cache.ErrNotFound):
 		return fmt.Errorf("attachment %s: reading catena's record: %w", rec.Key, err)
 	}
-	if err := a.opts.Store.Save(rec); err != nil {
+	if err := p.opts.Store.Save(rec); err != nil {
 		return fmt.Errorf("attachment %s: saving the adopted record: %w", rec.Key, err)
 	}
-	return a.confirm(c.name, path, rec)
+	if err := p.confirm(name, path, rec); err != nil {
+		return err
+	}
+	p.settle(name, id)
+	return nil
 }
 
 // confirm keeps the saved record only if libcni's cache file is still there:
 // a DEL through the primary that ran meanwhile removed it, and its
 // attachment no longer exists.
-func (a *adopter) confirm(name, path string, rec *cache.Record) error {
-	switch _, err := a.opts.FS.Stat(path); {
+func (p *pass) confirm(name, path string, rec *cache.Record) error {
+	switch _, err := p.fs.Stat(path); {
 	case errors.Is(err, fs.ErrNotExist):
-		if err := a.opts.Store.Remove(rec.Key); err != nil {
+		if err := p.opts.Store.Remove(rec.Key); err != nil {
 			return fmt.Errorf("attachment %s: removing the record of an attachment deleted during adoption: %w", rec.Key, err)
 		}
-		a.skip(name, errors.New("deleted by the runtime during adoption"))
+		p.skip(name, errors.New("deleted by the runtime during adoption"), false)
 		return nil
 	case err != nil:
 		// Keeping the record is the safe side: at worst a later DEL
 		// repeats DELs that the spec requires to succeed.
-		a.log.Warn("cannot confirm the libcni cache entry after adopting it; keeping the record",
+		p.opts.Logger.Warn("cannot confirm the libcni cache entry after adopting it; keeping the record",
 			"attachment", rec.Key.String(), "source", path, "error", err)
 	}
-	a.rep.Adopted++
-	a.log.Info("adopted attachment", "attachment", rec.Key.String(), "delegates", stepTypes(rec), "source", path)
+	p.rep.Adopted++
+	p.opts.Logger.Info("adopted attachment", "attachment", rec.Key.String(), "delegates", stepTypes(rec), "source", path)
 	return nil
 }
 

@@ -4,15 +4,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/containernetworking/cni/libcni"
 	"github.com/spf13/afero"
 
+	"github.com/catena-cni/catena/cache"
 	"github.com/catena-cni/catena/libchain"
 )
 
@@ -46,32 +50,71 @@ type candidate struct {
 	info os.FileInfo
 }
 
-// listCandidates returns the files of dir that may be network's, sorted, and
-// a skip reason for every other file. A missing dir holds nothing.
-func listCandidates(fsys afero.Fs, dir, network string) ([]candidate, []string, error) {
-	infos, err := afero.ReadDir(fsys, dir)
+// fileID identifies one version of a cache file: libcni rewrites an entry
+// in place (os.WriteFile), which changes its size or times; a chmod or
+// chown changes its ctime. Filesystems without a stat_t (the tests') have
+// only size and mtime.
+type fileID struct {
+	ino          uint64
+	size         int64
+	mtime, ctime int64
+}
+
+func idOf(fi os.FileInfo) fileID {
+	id := fileID{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		id.ino, id.ctime = st.Ino, st.Ctim.Nano()
+	}
+	return id
+}
+
+// scan lists the results dir and returns the files of the network not
+// settled yet, sorted; every other file not settled yet is skipped or
+// refused (and settled). Settled files that are gone are forgotten. A
+// missing dir holds nothing; an untrusted one is an error.
+func (p *pass) scan() ([]candidate, error) {
+	dir := p.opts.ResultsDir
+	infos, err := afero.ReadDir(p.fs, dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, nil
+		clear(p.settled)
+		return nil, nil
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading the libcni cache %s: %w", dir, err)
+		return nil, fmt.Errorf("reading the libcni cache %s: %w", dir, err)
 	}
 	sort.Slice(infos, func(i, j int) bool { return infos[i].Name() < infos[j].Name() })
+	listed := make(map[string]bool, len(infos))
 	var out []candidate
-	var skipped []string
 	for _, fi := range infos {
 		name := fi.Name()
-		if !strings.HasPrefix(name, network+"-") {
-			skipped = append(skipped, name+": not of network "+network)
+		listed[name] = true
+		id := idOf(fi)
+		if old, ok := p.settled[name]; ok && old == id {
+			continue
+		}
+		if !strings.HasPrefix(name, p.network+"-") {
+			p.settle(name, id)
+			p.skip(name, errors.New("not of network "+p.network), true)
 			continue
 		}
 		if why := checkEntryInfo(fi); why != "" {
-			skipped = append(skipped, name+": "+why)
+			p.settle(name, id)
+			p.skip(name, errors.New(why), false)
+			continue
+		}
+		if err := cache.CheckPrivateFile(filepath.Join(dir, name), fi); err != nil {
+			p.settle(name, id)
+			p.refuse(name, err)
 			continue
 		}
 		out = append(out, candidate{name: name, info: fi})
 	}
-	return out, skipped, nil
+	for name := range p.settled {
+		if !listed[name] {
+			delete(p.settled, name)
+		}
+	}
+	return out, nil
 }
 
 // checkEntryInfo refuses anything but a regular file of bounded size; the
@@ -91,14 +134,39 @@ func checkEntryInfo(fi os.FileInfo) string {
 	return ""
 }
 
-// readEntry reads and checks one cache file of network. An error is a reason
-// to skip the file.
-func readEntry(fsys afero.Fs, path string, c candidate, network string) (*entry, error) {
-	data, err := readBounded(fsys, path)
+// readEntryFile reads at most maxEntrySize bytes of the regular file at
+// path without following a symlink swapped in after the listing or
+// blocking on a FIFO, and returns them with the identity of what was read
+// (its fstat). A file another user could have written is an error wrapping
+// cache.ErrUntrusted.
+func readEntryFile(fsys afero.Fs, path string) ([]byte, fileID, error) {
+	f, _, err := libchain.OpenRegular(fsys, path, maxEntrySize, true)
 	if err != nil {
-		return nil, err
+		return nil, fileID{}, err
 	}
-	e := &entry{name: c.name, modTime: c.info.ModTime()}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fileID{}, fmt.Errorf("stat %s: %w", path, err)
+	}
+	id := idOf(fi)
+	if err := cache.CheckPrivateFile(path, fi); err != nil {
+		return nil, id, err
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxEntrySize+1))
+	switch {
+	case err != nil:
+		return nil, id, fmt.Errorf("read %s: %w", path, err)
+	case len(data) > maxEntrySize:
+		return nil, id, fmt.Errorf("%s is larger than %d bytes", path, maxEntrySize)
+	}
+	return data, id, nil
+}
+
+// parseEntry parses data, the content of the cache file name written at
+// modTime, as an entry of network. An error is a reason to skip the file.
+func parseEntry(name string, data []byte, modTime time.Time, network string) (*entry, error) {
+	e := &entry{name: name, modTime: modTime}
 	if err := json.Unmarshal(data, e); err != nil {
 		return nil, fmt.Errorf("not a libcni cache entry: %w", err)
 	}
@@ -107,18 +175,11 @@ func readEntry(fsys afero.Fs, path string, c candidate, network string) (*entry,
 		return nil, fmt.Errorf("kind %q is not %q (legacy or foreign entry)", e.Kind, libcni.CNICacheV1)
 	case e.NetworkName != network:
 		return nil, fmt.Errorf("of network %q, not %q", e.NetworkName, network)
-	case c.name != e.NetworkName+"-"+e.ContainerID+"-"+e.IfName:
+	case name != e.NetworkName+"-"+e.ContainerID+"-"+e.IfName:
 		return nil, fmt.Errorf("file name does not match its content (network %q, container %q, ifname %q)",
 			e.NetworkName, e.ContainerID, e.IfName)
 	case len(e.Result) == 0 || string(e.Result) == "null":
 		return nil, errors.New("no cached result")
 	}
 	return e, nil
-}
-
-// readBounded reads at most maxEntrySize bytes of the regular file at path
-// without following a symlink swapped in after the listing or blocking on a
-// FIFO.
-func readBounded(fsys afero.Fs, path string) ([]byte, error) {
-	return libchain.ReadSmallFile(fsys, path, maxEntrySize, true)
 }

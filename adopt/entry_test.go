@@ -17,7 +17,7 @@ import (
 
 // realEntry returns the libcni cache file real libcni wrote for testPod,
 // decoded, so that each case changes one thing of a genuine entry.
-func realEntry(t *testing.T) map[string]any {
+func realEntry(t testing.TB) map[string]any {
 	t.Helper()
 	dir := t.TempDir()
 	addThroughLibcni(t, primaryConf, dir, testPod)
@@ -29,7 +29,7 @@ func realEntry(t *testing.T) map[string]any {
 	return m
 }
 
-func encodeEntry(t *testing.T, m map[string]any) []byte {
+func encodeEntry(t testing.TB, m map[string]any) []byte {
 	t.Helper()
 	data, err := json.Marshal(m)
 	require.NoError(t, err)

@@ -100,7 +100,7 @@ func (p pod) rt(cacheDir string) *libcni.RuntimeConf {
 // addThroughLibcni runs a real libcni ADD of conf for p, which writes
 // <cacheDir>/results/<network>-<containerID>-<ifname>, and returns the
 // calls libcni made.
-func addThroughLibcni(t *testing.T, conf, cacheDir string, p pod) []call {
+func addThroughLibcni(t testing.TB, conf, cacheDir string, p pod) []call {
 	t.Helper()
 	x := &recordingExec{}
 	list, err := libcni.NetworkConfFromBytes([]byte(conf))

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -51,9 +50,10 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Adopter gives a record to each attachment the primary made before
-// Catena's file took over (see package adopt). It runs before every write
-// of the generated file.
+// Adopter gives a record to each attachment the primary made that Catena
+// has none of (see package adopt). It runs before every write of the
+// generated file, and on every pass once the file is in place
+// (adoptpass.go).
 type Adopter func(ctx context.Context, p *Primary) error
 
 // Status is the outcome of the last Sync.
@@ -177,56 +177,12 @@ func (i *Installer) sync(ctx context.Context) (Status, error) {
 		i.Log.Info("wrote the generated conflist", "file", path, "primary", p.File, "sha256", p.SHA256, "network", p.List.Name)
 	}
 	i.pinned = st.Primary
+	if files, err = i.inPlace(ctx, p, files); err != nil {
+		return st, err
+	}
 	if before := shadowing(files, i.Cfg.ConfName); len(before) > 0 {
 		return st, fmt.Errorf("%s sorts before %s: the runtime loads it instead of catena's file (choose a --conf-name that sorts first)", strings.Join(before, ", "), i.Cfg.ConfName)
 	}
 	st.Ready = true
 	return st, nil
-}
-
-// choose returns the primary's name: --primary-conf, else the one pinned
-// by an earlier pass, else the source named by the generated file already
-// in place (so a restart keeps it), else what the runtime would load.
-func (i *Installer) choose(files []string) (string, error) {
-	if i.Cfg.Primary != "" && i.Cfg.Primary != "auto" {
-		return i.Cfg.Primary, nil
-	}
-	name := i.pinned
-	if name == "" {
-		name = i.previousSource()
-	}
-	if name == "" {
-		return AutoPrimary(files, i.Cfg.ConfName)
-	}
-	for _, f := range files {
-		if f >= name {
-			break
-		}
-		if f != i.Cfg.ConfName && !i.noted[f] {
-			if i.noted == nil {
-				i.noted = map[string]bool{}
-			}
-			i.noted[f] = true
-			i.Log.Warn("a config file sorts before the pinned primary; not switching to it (pass --primary-conf to choose)", "file", f, "primary", name)
-		}
-	}
-	return name, nil
-}
-
-// previousSource returns the primary named by the marker of the generated
-// file in place, or "".
-func (i *Installer) previousSource() string {
-	data, err := readRegular(i.Fs, filepath.Join(i.Cfg.ConfDir, i.Cfg.ConfName), maxConfSize)
-	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			i.Log.Warn("reading the generated conflist for its primary", "error", err)
-		}
-		return ""
-	}
-	m, ok := ReadMarker(data)
-	if !ok || m.Source == i.Cfg.ConfName || m.Source != filepath.Base(m.Source) {
-		return ""
-	}
-	i.Log.Info("keeping the primary named by the generated conflist", "primary", m.Source)
-	return m.Source
 }

@@ -2,6 +2,7 @@ package nodeconf
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,9 +12,11 @@ import (
 )
 
 // FuzzParsePrimaryWrap feeds arbitrary conf-dir files through what the
-// agent does with a primary: nothing panics, and whatever is wrapped is a
-// config the catena plugin accepts, carries the primary's plugins verbatim
-// as its delegates, and is itself refused as a primary (no nesting).
+// agent does with a primary: nothing panics, and whatever is wrapped embeds
+// no catena at any depth (checked here without a bound), is one plugin if
+// the file is not a .conflist (as the runtimes read it), is a config the
+// catena plugin accepts, carries the primary's plugins verbatim as its
+// delegates, and is itself refused as a primary (no nesting).
 func FuzzParsePrimaryWrap(f *testing.F) {
 	f.Add("10-net.conflist", []byte(`{"cniVersion":"1.0.0","name":"podnet","plugins":[{"type":"bridge"},{"type":"portmap","capabilities":{"portMappings":true}}]}`))
 	f.Add("10-net.conf", []byte(`{"cniVersion":"0.4.0","name":"podnet","type":"bridge","ipam":{"type":"host-local"}}`))
@@ -21,10 +24,23 @@ func FuzzParsePrimaryWrap(f *testing.F) {
 	f.Add("10-net.conflist", []byte(`{"cniVersion":"1.0.0","name":"n","plugins":[{"type":"../bridge"}]}`))
 	f.Add("10-net.conflist", []byte(`{"cniVersion":"1.0.0","name":"n","plugins":[{"type":"catena"}]}`))
 	f.Add("10-net.json", []byte(`{"name":"n","plugins":[`))
+	f.Add("00-multus.conf", []byte(`{"cniVersion":"0.3.1","name":"multus-cni-network","type":"multus","kubeconfig":"/etc/cni/net.d/multus.d/multus.kubeconfig",`+
+		`"delegates":[{"cniVersion":"1.0.0","name":"podnet","catena.dev/generated":{"by":"catena-agent","source":"10-p.conflist"},"plugins":[{"type":"catena","delegates":[{"type":"bridge"}]}]}]}`))
+	f.Add("00-multus.conf", []byte(`{"cniVersion":"0.3.1","name":"multus-cni-network","type":"multus","delegates":[{"cniVersion":"0.3.1","name":"podnet","plugins":[{"type":"bridge","ipam":{"type":"host-local","ranges":[[{"subnet":"10.1.0.0/16"}]]}}]}]}`))
+	f.Add("10-net.conf", []byte(`{"cniVersion":"1.0.0","name":"n","plugins":[{"type":"bridge"}]}`))
+	f.Add("10-net.conf", []byte(`{"cniVersion":"1.0.0","name":"n","type":"ptp","plugins":[{"type":"catena"}]}`))
+	f.Add("10-net.conflist", []byte(`{"cniVersion":"1.0.0","name":"n","plugins":[{"type":"x","inner":{"TYPE":"catena"}}]}`))
 	f.Fuzz(func(t *testing.T, name string, data []byte) {
 		p, err := ParsePrimary(name, data)
 		if err != nil {
 			return
+		}
+		for i, pl := range p.plugins {
+			require.False(t, embedsCatena(t, pl), "plugin %d embeds catena: %s", i, pl)
+		}
+		if !strings.HasSuffix(name, ".conflist") {
+			require.Len(t, p.plugins, 1, "a .conf or .json is one plugin")
+			require.JSONEq(t, string(data), string(p.plugins[0]))
 		}
 		out, err := Wrap(p, CatenaOptions{CacheDir: "/var/lib/cni/catena", LockTimeout: time.Second})
 		if err != nil {
@@ -50,4 +66,30 @@ func FuzzParsePrimaryWrap(f *testing.F) {
 		_, err = ParsePrimary(name, out)
 		require.Error(t, err, "a generated config taken as a primary")
 	})
+}
+
+// embedsCatena reports, without a depth bound, whether raw holds an object
+// with a type key (any case) of "catena" or a marker key.
+func embedsCatena(t *testing.T, raw json.RawMessage) bool {
+	var v any
+	require.NoError(t, json.Unmarshal(raw, &v))
+	var walk func(v any) bool
+	walk = func(v any) bool {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				if strings.EqualFold(k, MarkerKey) || (strings.EqualFold(k, "type") && e == "catena") || walk(e) {
+					return true
+				}
+			}
+		case []any:
+			for _, e := range x {
+				if walk(e) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return walk(v)
 }

@@ -86,7 +86,7 @@ func (o *observability) components() []agent.Named {
 	return []agent.Named{{Name: "reconcile", Runnable: o.loop}}
 }
 
-// onAdopt counts an install's adoption.
+// onAdopt counts an install's adoption; a refused entry counts as skipped.
 func (o *observability) onAdopt(rep adopt.Report) {
-	o.metrics.ObserveAdoption(rep.Adopted, rep.AlreadyPresent, len(rep.Skipped))
+	o.metrics.ObserveAdoption(rep.Adopted, rep.AlreadyPresent, len(rep.Skipped)+len(rep.Refused))
 }

@@ -67,8 +67,9 @@ the same dir: the primary's name, cniVersion, disableCheck and disableGC, and on
 plugin, catena, whose delegates are the primary's plugins verbatim. The file
 carries a marker ("catena.dev/generated") naming the primary and its sha256.
 It copies catena and catenactl into the CNI bin dir, and, before each write of
-the generated file, adopts the attachments the primary made before (from the
-runtime's libcni cache, --results-dir), so their DEL still tears them down.
+the generated file and on every pass after it, adopts the attachments the
+primary made that Catena has no record of (from the runtime's libcni cache,
+--results-dir), so their DEL still tears them down.
 
 Writes are atomic (temp file in the same dir, fsync, rename, fsync of the dir)
 and happen only when content changes. The generated file's mode is the

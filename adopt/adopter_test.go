@@ -1,0 +1,81 @@
+package adopt
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/catena-cni/catena/cache"
+)
+
+// adopter returns an Adopter as catena-agent builds it.
+func (w *world) adopter(t *testing.T) *Adopter {
+	t.Helper()
+	a, err := New(Options{ResultsDir: w.resultsDir(), CacheDir: w.catenaDir, Logger: slog.New(slog.NewTextHandler(w.log, nil))})
+	require.NoError(t, err)
+	return a
+}
+
+// pass runs one pass of a on the primary.
+func (w *world) pass(t *testing.T, a *Adopter) Report {
+	t.Helper()
+	rep, err := a.Adopt(context.Background(), []byte(primaryConf))
+	require.NoError(t, err)
+	return rep
+}
+
+// TestAdopterAdoptsLaterEntries is issue 24 §2.B in package adopt: one
+// Adopter serves every pass of the agent; each pass adopts the entries
+// written since (an ADD through the primary after the install), reports
+// nothing for entries settled before, and never brings back a record that
+// a DEL through Catena removed while libcni's entry is still there.
+func TestAdopterAdoptsLaterEntries(t *testing.T) {
+	w := newWorld(t)
+	a := w.adopter(t)
+	addThroughLibcni(t, primaryConf, w.libcniDir, testPod)
+	assert.Equal(t, Report{Adopted: 1}, w.pass(t, a))
+
+	b := testPod
+	b.ContainerID = "pod-b"
+	addThroughLibcni(t, primaryConf, w.libcniDir, b)
+	assert.Equal(t, Report{Adopted: 1}, w.pass(t, a), "b, ADDed after the first pass")
+	assert.Equal(t, Report{}, w.pass(t, a), "nothing new")
+
+	via := testPod
+	via.ContainerID = "pod-via-catena"
+	m := realEntry(t)
+	m["containerId"] = via.ContainerID
+	withConfig(`{"cniVersion":"1.0.0","name":"k8s-pod-net","plugins":[{"type":"catena","delegates":[{"type":"bridge"}]}]}`)(m)
+	require.NoError(t, os.WriteFile(filepath.Join(w.resultsDir(), "k8s-pod-net-pod-via-catena-eth0"), encodeEntry(t, m), 0o600))
+	rep := w.pass(t, a)
+	assert.Zero(t, rep.Adopted)
+	require.Len(t, rep.Skipped, 1)
+	assert.Contains(t, rep.Skipped[0], "made through catena")
+	assert.Equal(t, Report{}, w.pass(t, a), "a skipped entry is settled too")
+
+	// A DEL through Catena removes the record, then libcni the entry: a
+	// pass in between must not adopt it again.
+	require.NoError(t, w.store.Remove(testKey))
+	assert.Equal(t, Report{}, w.pass(t, a))
+	_, err := w.store.Load(testKey)
+	require.ErrorIs(t, err, cache.ErrNotFound, "a deleted attachment's record brought back")
+
+	// A file rewritten in place is a new ADD: looked at again.
+	path := filepath.Join(w.resultsDir(), "k8s-pod-net-pod-b-eth0")
+	later := time.Now().Add(time.Minute)
+	require.NoError(t, os.Chtimes(path, later, later))
+	assert.Equal(t, Report{AlreadyPresent: 1}, w.pass(t, a))
+
+	// Another primary's network starts afresh.
+	other := `{"cniVersion":"1.0.0","name":"other-net","plugins":[{"type":"bridge"}]}`
+	rep, err = a.Adopt(context.Background(), []byte(other))
+	require.NoError(t, err)
+	assert.Zero(t, rep.Adopted)
+	assert.Len(t, rep.Skipped, 3, "every entry is of k8s-pod-net: %q", rep.Skipped)
+}

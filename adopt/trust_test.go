@@ -1,0 +1,89 @@
+package adopt
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/catena-cni/catena/cache"
+)
+
+// nobody is the uid of a user other than Catena's.
+const nobody = 65534
+
+func requireRootForChown(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("planting a file of another uid needs root")
+	}
+}
+
+// plant writes a genuine entry of container id, owned by uid with perm.
+func (w *world) plant(t *testing.T, id string, uid int, perm os.FileMode) string {
+	t.Helper()
+	m := realEntry(t)
+	m["containerId"] = id
+	name := "k8s-pod-net-" + id + "-eth0"
+	path := filepath.Join(w.resultsDir(), name)
+	require.NoError(t, os.WriteFile(path, encodeEntry(t, m), 0o600))
+	require.NoError(t, os.Chown(path, uid, uid))
+	require.NoError(t, os.Chmod(path, perm))
+	return name
+}
+
+// TestAdoptRefusesUntrustedResultsDir is issue 24 §2.I: an entry planted by
+// another user in a results dir anybody can write must not become a record
+// (root-owned, with the delegate configs its writer chose). The whole dir
+// is refused, as Catena refuses such a cache dir: the pass fails, names the
+// dir and the fix, and nothing is adopted.
+func TestAdoptRefusesUntrustedResultsDir(t *testing.T) {
+	requireRootForChown(t)
+	w := newWorld(t)
+	require.NoError(t, os.MkdirAll(w.resultsDir(), 0o700))
+	require.NoError(t, os.Chmod(w.resultsDir(), 0o777))
+	w.plant(t, "planted", nobody, 0o644)
+
+	rep, err := w.adopt(t, primaryConf)
+	require.Error(t, err, "adopted %d from a 0777 dir", rep.Adopted)
+	require.ErrorIs(t, err, cache.ErrUntrusted)
+	assert.Contains(t, err.Error(), w.resultsDir())
+	assert.Contains(t, err.Error(), "writable by group or others")
+	assert.Zero(t, rep.Adopted)
+	keys, err := w.store.List()
+	require.NoError(t, err)
+	assert.Empty(t, keys, "no record from an untrusted dir")
+}
+
+// TestAdoptRefusesUntrustedEntries: in a trusted dir, an entry of another
+// uid or writable by group or others is refused (reported and logged with
+// the reason), the others are adopted; once its owner and mode are fixed
+// (its ctime changes), the next pass of the same Adopter adopts it.
+func TestAdoptRefusesUntrustedEntries(t *testing.T) {
+	requireRootForChown(t)
+	w := newWorld(t)
+	addThroughLibcni(t, primaryConf, w.libcniDir, testPod)
+	planted := w.plant(t, "planted", nobody, 0o600)
+	open := w.plant(t, "open", 0, 0o662)
+
+	a := w.adopter(t)
+	rep := w.pass(t, a)
+	assert.Equal(t, 1, rep.Adopted)
+	require.Len(t, rep.Refused, 2, "%q", rep.Refused)
+	assert.True(t, strings.HasPrefix(rep.Refused[0], open+": "), rep.Refused[0])
+	assert.Contains(t, rep.Refused[0], "is writable by group or others")
+	assert.True(t, strings.HasPrefix(rep.Refused[1], planted+": "), rep.Refused[1])
+	assert.Contains(t, rep.Refused[1], "is owned by uid 65534")
+	assert.Contains(t, w.log.String(), "libcni cache entry refused")
+	keys, err := w.store.List()
+	require.NoError(t, err)
+	assert.Equal(t, []cache.Key{testKey}, keys)
+
+	assert.Equal(t, Report{}, w.pass(t, a), "refused entries are reported once")
+	path := filepath.Join(w.resultsDir(), planted)
+	require.NoError(t, os.Chown(path, 0, 0))
+	assert.Equal(t, Report{Adopted: 1}, w.pass(t, a), "vouched for by root: adopted")
+}
