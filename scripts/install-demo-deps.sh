@@ -80,7 +80,9 @@ else
 	log "building cnitool ${CNI_VERSION} into ${bin_dir} (about 20 seconds cold)"
 	mkdir -p "$bin_dir"
 	rm -f "$cnitool_stamp"
-	(cd / && GOBIN="$bin_dir" go install -trimpath -ldflags='-s -w' "github.com/containernetworking/cni/cnitool@${CNI_VERSION}")
+	# Static too: built with the plugins' flags, it reuses their compiled
+	# standard library instead of compiling it again with cgo.
+	(cd / && CGO_ENABLED=0 GOBIN="$bin_dir" go install -trimpath -ldflags='-s -w' "github.com/containernetworking/cni/cnitool@${CNI_VERSION}")
 	printf '%s\n' "$cnitool_want" >"${cnitool_stamp}.tmp"
 	mv -f "${cnitool_stamp}.tmp" "$cnitool_stamp"
 	log "cnitool built in $((SECONDS - start)) s"
