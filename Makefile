@@ -66,8 +66,9 @@ test: plugins build image
 	grep -E '^(K8S-SUMMARY|--- |ok|FAIL)' $(BIN)/k8s-test.log || true; \
 	if [ $$rc -ne 0 ]; then tail -n 150 $(BIN)/k8s-test.log; fi; exit $$rc
 
-# The README's first command: installs only what it runs (about 2 minutes
-# cold), then the demo (under a minute).
+# The README's first command: installs and builds only what it runs, then the
+# demo. Cold (no Go module or build cache) 456 s on a busy 2-core machine,
+# 166 s of CPU; warm 10 s (2026-11-25).
 demo: demo-deps build-demo
 	bash scripts/demo.sh
 
