@@ -7,9 +7,9 @@
 #   bin/cni/   bridge host-local portmap tuning loopback firewall  (CNI_PATH)
 #   bin/       cnitool
 #
-# Cold, with no Go module or build cache: about 5 minutes on a busy 2-core
-# machine (2026-11-25: plugins 202 s, cnitool 92 s at a load average of 13);
-# a second warm.
+# Cold, with no Go module or build cache, on a shared 2-core machine
+# (2026-11-25): plugins 107 s and cnitool 62 s at a load average of 6 to 9,
+# 202 s and 92 s at 9 to 15 (the downloads are 10 s of it); a second warm.
 # scripts/install-deps.sh runs it first, then the heavy installs `make test`
 # needs (containerd, buildah, Kubernetes).
 set -euo pipefail
