@@ -1,9 +1,18 @@
 #!/usr/bin/env bash
-# Catena demo: runs a real chain (bridge + host-local, portmap, tuning) through
-# catena in a throwaway network namespace, shows the result and catena's
-# durable record, then DELs and shows that the record is gone.
+# Catena demo, in two parts, under a minute once installed:
 #
-# Run as root, after `make plugins build` (or simply `make demo`).
+#  1. a healthy chain (bridge + host-local, portmap, tuning) through catena
+#     and cnitool in a throwaway network namespace: the result, the interface,
+#     the sysctl and the port mapping, then catena's record as an operator
+#     sees it (catenactl list and show), then DEL, after which no record is
+#     left;
+#  2. the seed failure side by side (scripts/leak-demo.sh): the same bridge +
+#     host-local followed by a plugin failing ADD and DEL, retried as a
+#     runtime would, as a plain conflist and through catena: the plain one
+#     leaks one IP per attempt, catena none. It exits non-zero otherwise.
+#
+# Run as root, after `make demo-deps build-demo` (or simply `make demo`).
+# Everything it creates is private and removed on exit.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -14,9 +23,9 @@ if [[ $(id -u) -ne 0 ]]; then
 	echo "demo: must run as root (creates a netns, a bridge and iptables rules)" >&2
 	exit 1
 fi
-for f in "${bin}/cnitool" "${cni_path}/catena" "${cni_path}/bridge" "${cni_path}/host-local" "${cni_path}/portmap" "${cni_path}/tuning"; do
+for f in "${bin}/cnitool" "${bin}/catenactl" "${cni_path}/catena" "${cni_path}/failer" "${cni_path}/bridge" "${cni_path}/host-local" "${cni_path}/portmap" "${cni_path}/tuning"; do
 	if [[ ! -x "$f" ]]; then
-		echo "demo: missing ${f}; run 'make demo' (or 'make plugins build') first" >&2
+		echo "demo: missing ${f}; run 'make demo' (or 'make demo-deps build-demo') first" >&2
 		exit 1
 	fi
 done
@@ -24,6 +33,9 @@ done
 network="catena-demo"
 ns="catena-demo-$$"
 netns_path="/var/run/netns/${ns}"
+# cnitool's container ID: "cnitool-" and the first 10 bytes of the sha512 of
+# the netns path, in hex.
+container="cnitool-$(printf '%s' "$netns_path" | sha512sum | cut -c1-20)"
 bridge="cdemo$$"
 bridge="${bridge:0:15}"
 subnet="10.250.$(($$ % 250 + 1)).0/24"
@@ -34,6 +46,7 @@ cache_dir="${tmp}/cache"
 added=0
 
 step() { printf '\n==> %s\n' "$*"; }
+part() { printf '\n\n######## %s\n' "$*"; }
 
 cnitool() {
 	CNI_PATH="$cni_path" NETCONFPATH="$netconf_dir" \
@@ -41,17 +54,9 @@ cnitool() {
 		"${bin}/cnitool" "$@"
 }
 
-# show_json prints a record file's newest entry: a record is a short journal,
-# one self-checking JSON envelope per line, the newest last; the first is a
-# full snapshot ("schema":1), later ones are usually deltas ("schema":2)
-# whose "steps" are null where a step did not change.
-show_json() {
-	echo "($(wc -l <"$1") journal entries, a full snapshot then deltas; the newest:)"
-	if command -v python3 >/dev/null 2>&1; then
-		tail -n 1 "$1" | python3 -m json.tool
-	else
-		tail -n 1 "$1"
-	fi
+catenactl() {
+	echo "\$ catenactl $* --cache-dir ${cache_dir}"
+	"${bin}/catenactl" "$@" --cache-dir "$cache_dir"
 }
 
 cleanup() {
@@ -63,8 +68,8 @@ cleanup() {
 	fi
 	ip netns del "$ns" >/dev/null 2>&1
 	ip link del "$bridge" >/dev/null 2>&1
-	rm -rf "$tmp" "/var/lib/cni/networks/${network}"
-	rm -f /var/lib/cni/results/"${network}"-cnitool-*
+	rm -rf "$tmp"
+	rm -f "/var/lib/cni/results/${network}-${container}-eth0"
 	exit "$rc"
 }
 trap cleanup EXIT INT TERM
@@ -86,7 +91,7 @@ cat >"${netconf_dir}/10-${network}.conflist" <<JSON
           "type": "bridge",
           "bridge": "${bridge}",
           "isGateway": true,
-          "ipam": {"type": "host-local", "ranges": [[{"subnet": "${subnet}"}]]}
+          "ipam": {"type": "host-local", "dataDir": "${tmp}/ipam", "ranges": [[{"subnet": "${subnet}"}]]}
         },
         {"type": "portmap", "capabilities": {"portMappings": true}},
         {"type": "tuning", "sysctl": {"net.core.somaxconn": "512"}}
@@ -95,6 +100,8 @@ cat >"${netconf_dir}/10-${network}.conflist" <<JSON
   ]
 }
 JSON
+
+part "1. a healthy chain through catena"
 
 step "network config (${netconf_dir}/10-${network}.conflist)"
 cat "${netconf_dir}/10-${network}.conflist"
@@ -119,17 +126,11 @@ else
 	echo "(no iptables nat rule mentions ${host_port})"
 fi
 
-shopt -s nullglob
-records=("${cache_dir}/records/${network}/"*.json)
-step "catena record (${#records[@]} file(s) under ${cache_dir}/records/${network}/)"
-if ((${#records[@]} == 0)); then
-	echo "demo: no record found under ${cache_dir}/records/${network}" >&2
-	exit 1
-fi
-for r in "${records[@]}"; do
-	echo "--- ${r}"
-	show_json "$r"
-done
+step "catena's records: one per attachment, every delegate added"
+catenactl list
+
+step "the record of container ${container}: what each delegate did, with the config DEL will reuse"
+catenactl show "$container" --network "$network"
 
 step "cnitool del ${network} ${netns_path}"
 cnitool del "$network" "$netns_path"
@@ -137,12 +138,16 @@ added=0
 echo "DEL ok"
 
 step "records after DEL"
-left=("${cache_dir}/records/${network}/"*.json)
-if ((${#left[@]} == 0)); then
-	echo "no record left under ${cache_dir}/records/${network}/: the attachment is gone"
-else
-	echo "demo: records still present after DEL: ${left[*]}" >&2
+catenactl list
+left="$("${bin}/catenactl" list --json --cache-dir "$cache_dir")"
+if [[ "$(tr -d '[:space:]' <<<"$left")" != "[]" ]]; then
+	echo "demo: records still present after DEL: ${left}" >&2
 	exit 1
 fi
+echo "no record left: the attachment is gone"
+
+part "2. why Catena: a plugin of the chain fails ADD and DEL, the runtime retries"
+echo
+ATTEMPTS="${ATTEMPTS:-5}" bash "${repo}/scripts/leak-demo.sh"
 
 step "demo complete; cleaning up netns ${ns}, bridge ${bridge} and ${tmp}"

@@ -60,7 +60,8 @@ bash "${repo}/scripts/image-rootfs.sh" "${context}/bin/image-rootfs"
 printf '{"default":[{"type":"insecureAcceptAnything"}]}\n' >"${work}/policy.json"
 rm -f "${archive}.tmp"
 
-log "building ${ref}"
+start=$SECONDS
+log "building ${ref} with buildah (about a minute on 2 cores)"
 # shellcheck disable=SC2016 # expanded by the inner shell
 unshare -m --propagation private env TMPDIR="${work}/tmp" \
 	WORK="$work" CONTEXT="$context" REF="$ref" OUT="${archive}.tmp" bash -euo pipefail -c '
@@ -74,4 +75,4 @@ mv -f "${archive}.tmp" "$archive"
 if [[ -z "${IMAGE_ARCHIVE:-}" ]]; then
 	printf '%s\n' "$ref" >"${repo}/bin/catena-image.ref"
 fi
-log "wrote ${archive} (${ref})"
+log "wrote ${archive} (${ref}) in $((SECONDS - start)) s"

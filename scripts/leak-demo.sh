@@ -4,12 +4,17 @@
 # and DEL. Like a runtime, each attempt ADDs into a fresh netns, sees the
 # failure, DELs, and drops the netns. The table counts what leaked.
 #
-# Needs root, bin/cnitool and bin/cni (run `make leak-demo`, which builds
-# them first). Everything it creates is private and removed on exit.
+# The second part of `make demo`; `make leak-demo` runs it alone (ATTEMPTS=n
+# for another number of attempts, default 5). It exits 1 unless the plain
+# conflist leaked one IP per attempt and catena none.
+#
+# Needs root, bin/cnitool and bin/cni (run `make leak-demo`, which installs
+# and builds them first). Everything it creates is private and removed on
+# exit.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-attempts="${ATTEMPTS:-10}"
+attempts="${ATTEMPTS:-5}"
 cnitool="${repo}/bin/cnitool"
 cni_path="${repo}/bin/cni"
 
@@ -19,7 +24,7 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 for f in "$cnitool" "${cni_path}/catena" "${cni_path}/failer" "${cni_path}/bridge" "${cni_path}/host-local"; do
 	if [[ ! -x "$f" ]]; then
-		echo "leak-demo: ${f} missing: run \`make plugins build\`" >&2
+		echo "leak-demo: ${f} missing: run \`make leak-demo\` (or \`make demo-deps build-demo\`)" >&2
 		exit 1
 	fi
 done
@@ -90,3 +95,12 @@ echo "chain: bridge + host-local, then a plugin failing ADD and DEL; ${attempts}
 printf '%-16s %9s %13s %13s %11s\n' "" attempts "ADD failures" "DEL failures" "IPs leaked"
 printf '%-16s %9d %13d %13d %11d\n' "plain conflist" "$attempts" "${add_fail[plain]}" "${del_fail[plain]}" "${leak[plain]}"
 printf '%-16s %9d %13d %13d %11d\n' "catena" "$attempts" "${add_fail[catena]}" "${del_fail[catena]}" "${leak[catena]}"
+echo
+echo "plain conflist: libcni's DEL stops at the failing plugin's error, so bridge and"
+echo "  host-local never hear DEL: one IP leaks per attempt, until the range is exhausted."
+echo "catena: the failed ADD rolled back bridge and host-local, in reverse; the DEL that"
+echo "  followed found no record and succeeded: nothing leaks, nothing wedges."
+if ((leak[plain] != attempts || leak[catena] != 0 || del_fail[catena] != 0)); then
+	echo "leak-demo: expected ${attempts} IPs leaked by the plain conflist and none, with no DEL failure, by catena" >&2
+	exit 1
+fi

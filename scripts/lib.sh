@@ -20,7 +20,7 @@ ensure_apt_pkgs() {
 		log "apt packages present: $*"
 		return 0
 	fi
-	log "installing ${missing[*]}"
+	log "installing ${missing[*]} with apt-get (about a minute)"
 	DEBIAN_FRONTEND=noninteractive apt-get update
 	DEBIAN_FRONTEND=noninteractive apt-get install -y "${opts[@]}" "${missing[@]}"
 }
