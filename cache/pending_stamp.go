@@ -46,8 +46,10 @@ func (s *DiskStore) pendingNetDir(network string) string {
 }
 
 // RetryDue reports whether a retry pass of network's pending teardowns may
-// be due at now. It reads no marker: with nothing pending it costs one
-// failed lstat, otherwise an lstat and a read of the stamp.
+// be due at now. It reads no marker: with no pending dir it costs one failed
+// lstat; with a stamp, an lstat and a read of the stamp; with a pending dir
+// but no stamp (none written yet, or removed by a retrier that found
+// nothing pending), a listing of the dir.
 func (s *DiskStore) RetryDue(network string, now time.Time) (bool, error) {
 	if (Key{Network: network, ContainerID: "x", IfName: "x"}).Validate() != nil {
 		return false, fmt.Errorf("retry due: invalid network name %q", network)
@@ -61,7 +63,16 @@ func (s *DiskStore) RetryDue(network string, now time.Time) (bool, error) {
 		return false, fmt.Errorf("retry due of network %s: %w", network, err)
 	}
 	st, ok := s.readStamp(filepath.Join(dir, retryStampName))
-	if !ok || st.DirMtime == 0 || st.DirMtime != fi.ModTime().UnixNano() {
+	if !ok {
+		// No stamp (a retrier found nothing pending, or none ran yet):
+		// due if the dir holds anything.
+		names, err := readDirNames(s.fs, dir)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return false, fmt.Errorf("retry due of network %s: %w", network, err)
+		}
+		return len(names) > 0, nil
+	}
+	if st.DirMtime == 0 || st.DirMtime != fi.ModTime().UnixNano() {
 		return true, nil
 	}
 	return !now.Before(st.Next), nil
@@ -116,7 +127,8 @@ func encodeStamp(st RetryStamp) []byte {
 // time of its markers (at most horizon after now, so that a change the
 // stamp missed waits no longer than that), and the pending dir's mtime as
 // it was when the markers were read. With no pending dir there is nothing
-// to stamp. now is the clock.
+// to stamp, and with no marker left the stamp is removed (the zero stamp
+// is returned). now is the clock.
 func (s *DiskStore) StampRetry(network string, now func() time.Time, horizon time.Duration) (RetryStamp, error) {
 	if (Key{Network: network, ContainerID: "x", IfName: "x"}).Validate() != nil {
 		return RetryStamp{}, fmt.Errorf("retry stamp: invalid network name %q", network)
@@ -141,6 +153,13 @@ func (s *DiskStore) StampRetry(network string, now func() time.Time, horizon tim
 	pending, err := s.PendingTeardown(network, 1)
 	if err != nil {
 		return RetryStamp{}, fmt.Errorf("retry stamp of network %s: %w", network, err)
+	}
+	if len(pending) == 0 {
+		// Nothing pending: no stamp, and an empty dir is never due.
+		if err := s.fs.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return RetryStamp{}, fmt.Errorf("retry stamp of network %s: %w", network, err)
+		}
+		return RetryStamp{}, nil
 	}
 	st := RetryStamp{Next: now().Add(horizon), DirMtime: mtime}
 	if len(pending) > 0 && pending[0].Note.Due.Before(st.Next) {

@@ -84,6 +84,17 @@ func TestRetryDueFollowsTheStamp(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
 	require.NoError(t, s.Audit())
+
+	// Nothing pending any more: the stamp goes, and the empty dir is
+	// never due.
+	require.NoError(t, s.ClearTeardown(k1))
+	st, err = s.StampRetry("net", clock, time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, RetryStamp{}, st)
+	assert.NoFileExists(t, stamp)
+	due, err = s.RetryDue("net", now)
+	require.NoError(t, err)
+	assert.False(t, due, "an empty pending dir")
 }
 
 // TestRetryStampHorizon: with nothing pending, or the next due far off,

@@ -120,7 +120,8 @@ func TestGCDuringADDReclaimsNothingOfIt(t *testing.T) {
 
 // TestFailedRollbackHealedWithoutTheRuntime: a rollback whose DEL fails
 // leaves the IP held and recorded; containerd would never DEL again. GC (even
-// listing the attachment) heals it, and so does a later ADD on the network.
+// listing the attachment) heals it, and so does the retrier a later ADD on
+// the network starts.
 func TestFailedRollbackHealedWithoutTheRuntime(t *testing.T) {
 	for _, healer := range []string{"GC", "later ADD"} {
 		t.Run(healer, func(t *testing.T) {
@@ -150,7 +151,11 @@ func TestFailedRollbackHealedWithoutTheRuntime(t *testing.T) {
 				_, err := w.cni.AddNetworkList(bg, healthy, next)
 				require.NoError(t, err)
 				t.Cleanup(func() { _ = w.cni.DelNetworkList(bg, healthy, next) })
-				assert.Len(t, w.ipamFiles(net), 1, "only the new attachment's IP is held")
+				// The retrier the ADD started releases it once due (1 s
+				// after the failed rollback).
+				assert.Eventually(t, func() bool { return len(w.ipamFiles(net)) == 1 }, 20*time.Second, 50*time.Millisecond,
+					"only the new attachment's IP is held")
+				reapRetriers(t, w.cacheDir, 20*time.Second)
 				require.NoError(t, w.cni.DelNetworkList(bg, healthy, next))
 				assert.Empty(t, w.ipamFiles(net))
 			}

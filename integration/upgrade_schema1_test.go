@@ -42,8 +42,9 @@ func TestUpgradeSchema1NodeWithPodsRunning(t *testing.T) {
 	// The failers of b and c fail DEL while the fault file exists.
 	require.NoError(t, os.WriteFile(schema1.FaultFile, nil, 0o600))
 
-	// A new pod next to the old records. Its ADD then retries the old
-	// teardown due soonest (b's empty marker: due at once), which fails.
+	// A new pod next to the old records. Its ADD then starts a retrier,
+	// which retries the old teardowns that are due (b's empty marker: due
+	// at once), which fail.
 	newPod := n.rt("s1-n-new", n.addNetns("catena-s1-n"), 39707)
 	res, err := n.cni.AddNetworkList(bg, n.list, newPod)
 	require.NoError(t, err)
@@ -54,6 +55,7 @@ func TestUpgradeSchema1NodeWithPodsRunning(t *testing.T) {
 	newIP := r.IPs[0].Address.String()
 	assert.Equal(t, []string{newIP}, n.sandboxAddrsOf(newPod.NetNS, schema1.IfName))
 	assert.Positive(t, iptablesMentions(t, newPod.ContainerID))
+	reapRetriers(t, n.cacheDir, 2*time.Minute)
 	assert.Equal(t, "v1 ", n.markerPrefix(b.ContainerID), "b's retry failed: this build rewrote the old build's empty marker")
 
 	// c's DEL fails again on the failer's DEL: the record (now with this
@@ -85,7 +87,11 @@ func TestUpgradeSchema1NodeWithPodsRunning(t *testing.T) {
 	require.NoError(t, n.cni.DelNetworkList(bg, n.list, fNew))
 	n.assertReleased(f.ContainerID, fIP, f.NetNS)
 
-	// The fault is gone: DEL of a, c and d as the runtime sends them.
+	// The fault is gone: DEL of a, c and d as the runtime sends them. (No
+	// retrier runs meanwhile: the one the DEL of c started has given up
+	// until c and b are due again, seconds later; a retrier's teardown of c
+	// would pass no CNI_NETNS, as the old record has no netns identity.)
+	reapRetriers(t, n.cacheDir, 2*time.Minute)
 	require.NoError(t, os.Remove(schema1.FaultFile))
 	for _, att := range []schema1.Attachment{a, c, d} {
 		require.NoError(t, n.cni.DelNetworkList(bg, n.list, n.rt(att.ContainerID, att.NetNS, att.HostPort)), att.ContainerID)

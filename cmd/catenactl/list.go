@@ -11,18 +11,18 @@ import (
 
 // listRow is one attachment as `list --json` prints it.
 type listRow struct {
-	Network          string         `json:"network"`
-	ContainerID      string         `json:"containerID"`
-	IfName           string         `json:"ifName"`
-	Phase            string         `json:"phase"`
-	Created          *time.Time     `json:"created,omitempty"`
-	AgeSeconds       float64        `json:"ageSeconds"`
-	TeardownAttempts int            `json:"teardownAttempts"`
+	Network          string     `json:"network"`
+	ContainerID      string     `json:"containerID"`
+	IfName           string     `json:"ifName"`
+	Phase            string     `json:"phase"`
+	Created          *time.Time `json:"created,omitempty"`
+	AgeSeconds       float64    `json:"ageSeconds"`
+	TeardownAttempts int        `json:"teardownAttempts"`
 	// NextAttempt is when the teardown is next retried (a retrier or the
 	// agent), for a record that needs one.
-	NextAttempt *time.Time `json:"nextAttempt,omitempty"`
-	LastError        string         `json:"lastError,omitempty"`
-	Delegates        []listDelegate `json:"delegates"`
+	NextAttempt *time.Time     `json:"nextAttempt,omitempty"`
+	LastError   string         `json:"lastError,omitempty"`
+	Delegates   []listDelegate `json:"delegates"`
 	// Error says why the record could not be read; Phase is then
 	// "unreadable".
 	Error string `json:"error,omitempty"`
@@ -46,7 +46,7 @@ func (a *app) listCmd() *cobra.Command {
 		Long: `List every attachment recorded in the cache dir, of every network that shares
 it: network, container ID, ifname, phase (adding, complete, tearing-down,
 needs-teardown), age, teardown attempts so far, when the teardown is next
-retried (NEXT: "now" when due, "-" for none), and the state of each delegate in
+retried (NEXT: how long until then, "now" when due, "-" for none), and the state of each delegate in
 chain order (pending, starting, added, add-failed, unknown, del-failed,
 deleted, abandoned). A record that cannot be read is listed as unreadable,
 with why.`,
@@ -109,7 +109,7 @@ func printList(a *app, rows []listRow) error {
 }
 
 // nextIn renders when a teardown is next retried: "-" for none, "now"
-// when due, else "in <duration>".
+// when due, else how long until then.
 func (a *app) nextIn(next *time.Time) string {
 	switch {
 	case next == nil:
@@ -117,5 +117,5 @@ func (a *app) nextIn(next *time.Time) string {
 	case !next.After(a.now()):
 		return "now"
 	}
-	return "in " + humanAge(next.Sub(a.now()))
+	return humanAge(next.Sub(a.now()))
 }
