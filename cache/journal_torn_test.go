@@ -14,17 +14,18 @@ import (
 // record as of the entry before; a zero run that is not whole sectors, or
 // anything after the entry's newline, is still damage.
 func TestJournalTornSectors(t *testing.T) {
+	const sector = 512
 	key := testKey("c1")
 	first := mustEncode(t, sampleRecord(key))
 	next := sampleRecord(key)
 	next.Phase = PhaseNeedsTeardown
 	entry := mustEncode(t, next)
-	require.Greater(t, len(entry), 3*tornSector, "the entry must span sectors")
+	require.Greater(t, len(entry), 3*sector, "the entry must span sectors")
 	file := make([]byte, 4*len(entry))
 	copy(file, first)
 	copy(file[len(first):], entry)
 	at := len(first)
-	lostFrom := (at/tornSector + 1) * tornSector // the sector after the one the entry starts in
+	lostFrom := (at/sector + 1) * sector // the sector after the one the entry starts in
 	lose := func(from, to int) []byte {
 		out := bytes.Clone(file)
 		clear(out[from:to])
@@ -36,8 +37,8 @@ func TestJournalTornSectors(t *testing.T) {
 		corrupt bool
 	}{
 		{"first sector lost, later ones kept", lose(at, lostFrom), false},
-		{"a middle sector lost", lose(lostFrom, lostFrom+tornSector), false},
-		{"zeros inside a sector", lose(lostFrom+1, lostFrom+tornSector), true},
+		{"a middle sector lost", lose(lostFrom, lostFrom+sector), false},
+		{"zeros inside a sector", lose(lostFrom+1, lostFrom+sector), true},
 		{"bytes after the newline", append(lose(at, lostFrom)[:len(file)-1], 'x'), true},
 	}
 	for _, tt := range tests {
