@@ -57,16 +57,70 @@ func padded(full []byte, steps int) []byte {
 func roundUp(n, unit int) int { return (n + unit - 1) / unit * unit }
 
 // unpad returns the entries of a journal: data up to its first zero byte,
-// which must be followed by zeros only.
+// which must be followed by zeros only, or by the rest of a final entry
+// torn by sectors (tornSectors).
 func unpad(data []byte) ([]byte, error) {
+	entries, _, err := unpadTorn(data)
+	return entries, err
+}
+
+// unpadTorn is unpad, and reports whether non-zero bytes follow the
+// entries as the later sectors of a torn final entry: then nothing may be
+// written after the entries (the next Save compacts).
+func unpadTorn(data []byte) ([]byte, bool, error) {
 	end := bytes.IndexByte(data, 0)
 	if end < 0 {
-		return data, nil
+		return data, false, nil
 	}
-	if i := bytes.IndexFunc(data[end:], func(r rune) bool { return r != 0 }); i >= 0 {
-		return nil, corruptf("byte %d: data after the zero padding that starts at byte %d", end+i, end)
+	i := bytes.IndexFunc(data[end:], func(r rune) bool { return r != 0 })
+	if i < 0 {
+		return data[:end], false, nil
 	}
-	return data[:end], nil
+	if !tornSectors(data, end) {
+		return nil, false, corruptf("byte %d: data after the zero padding that starts at byte %d", end+i, end)
+	}
+	return data[:end], true, nil
+}
+
+// tornSector is the unit a disk persists atomically (4 KiB sectors are
+// whole multiples of it).
+const tornSector = 512
+
+// tornSectors reports whether the bytes from the start of the final
+// entry, the one the first zero (at end) falls in, to the last non-zero
+// byte can be that entry written in place over zeros and torn by a power
+// loss that persisted some of its sectors and not others: they end in the
+// entry's newline, hold no other newline (one write of one entry, and
+// JSON has no raw newline), and every run of zeros in them is whole lost
+// sectors: it starts where the entry does or on a sector boundary, and
+// ends on one. Such an entry was never synced, so never acted on; Load
+// takes the record as of the entry before, as for a torn prefix. Anything
+// else after the first zero (a zero inside a sector, a second entry, bytes
+// after the newline) is damage.
+func tornSectors(data []byte, end int) bool {
+	start := bytes.LastIndexByte(data[:end], '\n') + 1
+	last := len(data) - 1
+	for data[last] == 0 {
+		last--
+	}
+	if data[last] != '\n' || bytes.IndexByte(data[start:last], '\n') >= 0 {
+		return false
+	}
+	for i := end; i < last; {
+		if data[i] != 0 {
+			i++
+			continue
+		}
+		j := i
+		for data[j] == 0 {
+			j++
+		}
+		if (i != start && i%tornSector != 0) || j%tornSector != 0 {
+			return false
+		}
+		i = j
+	}
+	return true
 }
 
 // writeEntry writes an entry into the journal at path and fdatasyncs it, if
@@ -149,8 +203,8 @@ func entriesEnd(f afero.File, path string, fi os.FileInfo) (int64, bool, error) 
 	if _, err := f.ReadAt(data, 0); err != nil && !errors.Is(err, io.EOF) {
 		return 0, false, fmt.Errorf("read %s: %w", path, err)
 	}
-	entries, err := unpad(data)
-	if err != nil || len(entries) == 0 || entries[len(entries)-1] != '\n' || len(entries) >= compactAt {
+	entries, torn, err := unpadTorn(data)
+	if err != nil || torn || len(entries) == 0 || entries[len(entries)-1] != '\n' || len(entries) >= compactAt {
 		return 0, false, nil //nolint:nilerr // damage: the replace rewrites it whole
 	}
 	return int64(len(entries)), true, nil

@@ -13,8 +13,9 @@ import (
 // holder). It is meant for tests of the engine on afero.MemMapFs; it does
 // not lock across processes.
 type MemLocker struct {
-	mu   sync.Mutex
-	held map[Key]*memLock
+	mu       sync.Mutex
+	held     map[Key]*memLock
+	barriers map[string]*memBarrier // barrier.go
 }
 
 var _ Locker = (*MemLocker)(nil)

@@ -135,6 +135,11 @@ func (e *Engine) add(ctx context.Context, req Request) (types.Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	release, err := e.holdNetwork(ctx, req, "ADD", false) // no GC lists the network meanwhile (barrier.go)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	unlock, err := e.lock(ctx, req, key, "ADD")
 	if err != nil {
 		return nil, err

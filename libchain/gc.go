@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/containernetworking/cni/pkg/types"
@@ -113,16 +114,53 @@ func (e *Engine) CollectGarbage(ctx context.Context, req Request, opts GCOptions
 	if opts.StaleNetNS || opts.SkipDelegates || opts.DryRun {
 		return rep, reportErr(req, rep)
 	}
-	widened := append([]Attachment{}, opts.Valid...)
-	for _, a := range rep.KeptAlive {
-		if !valid[a] {
-			widened = append(widened, a)
-		}
-	}
-	if err := e.forwardGC(ctx, req, widened); err != nil {
+	if err := e.forwardHeld(ctx, req, opts.Valid, valid, rep); err != nil {
 		rep.Errors = append(rep.Errors, msgOf(err))
 	}
 	return rep, reportErr(req, rep)
+}
+
+// forwardHeld forwards GC to the delegates with the network's barrier held
+// exclusive (barrier.go), so that no ADD runs meanwhile: the records it
+// lists then, after the teardowns, are every attachment Catena tracks on
+// the network, including those whose ADD ran since GC's first listing,
+// and each is in the list every delegate gets. Without that second
+// listing under the barrier, an ADD that started after the first one and
+// passed through a delegate before GC reached it was in no delegate's
+// list. The barrier is not held during the teardowns, which can take a
+// delegateTimeout per delegate each: an ADD waits for the forwards only.
+func (e *Engine) forwardHeld(ctx context.Context, req Request, runtime []Attachment, valid map[Attachment]bool, rep *GCReport) error {
+	release, err := e.holdNetwork(ctx, req, "GC", true)
+	if err != nil {
+		return fmt.Errorf("GC not forwarded to the delegates: %w", err)
+	}
+	defer release()
+	keys, err := e.Store.List()
+	if err != nil {
+		return cniError(types.ErrIOFailure, "GC of network %q: listing records, GC not forwarded to the delegates: %w", req.Conf.Name, err)
+	}
+	kept := make(map[Attachment]bool, len(rep.KeptAlive))
+	for _, a := range rep.KeptAlive {
+		kept[a] = true
+	}
+	for _, key := range keys {
+		a := Attachment{ContainerID: key.ContainerID, IfName: key.IfName}
+		if key.Network != req.Conf.Name || valid[a] || kept[a] {
+			continue
+		}
+		kept[a] = true
+		rep.Skipped = append(rep.Skipped, GCSkip{Key: key, Reason: "recorded after GC listed the network (an ADD meanwhile)"})
+		rep.KeptAlive = append(rep.KeptAlive, a)
+	}
+	widened := append([]Attachment{}, runtime...)
+	seen := maps.Clone(valid)
+	for _, a := range rep.KeptAlive {
+		if !seen[a] {
+			seen[a] = true
+			widened = append(widened, a)
+		}
+	}
+	return e.forwardGC(ctx, req, widened)
 }
 
 func reportErr(req Request, rep *GCReport) error {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -222,4 +223,23 @@ func TestCrashFsOverwriteInPlace(t *testing.T) {
 			assert.Equal(t, tt.want, content(t, c.Image(tt.mode), "/d/f"))
 		})
 	}
+}
+
+// TestCrashFsTornSectors: an unsynced overwrite in place of three sectors
+// keeps its later two and loses its first (the old bytes, zeros here).
+func TestCrashFsTornSectors(t *testing.T) {
+	c := NewCrashFs()
+	require.NoError(t, c.Mkdir("/d", 0o700))
+	syncDir(t, c, "/")
+	writeFile(t, c, "/d/f", "one\n"+strings.Repeat("\x00", 4*Sector-4), true)
+	syncDir(t, c, "/d")
+	f, err := c.OpenFile("/d/f", os.O_RDWR, 0)
+	require.NoError(t, err)
+	entry := strings.Repeat("x", 3*Sector-5) + "\n"
+	_, err = f.WriteAt([]byte(entry), 4)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	got := content(t, c.Image(PowerLossTornSectors), "/d/f")
+	want := "one\n" + strings.Repeat("\x00", Sector-4) + entry[Sector-4:] + strings.Repeat("\x00", Sector)
+	assert.True(t, want == got, "the later two sectors persist, the first does not")
 }

@@ -27,10 +27,20 @@ const (
 	// but file content only as synced: a rename or create can outlive the
 	// data it was meant to expose.
 	PowerLossMetadata
+	// PowerLossTornSectors: as PowerLoss, but of a file written since its
+	// last Sync, the 512-byte sectors that the change touches persist,
+	// all but the first: a torn overwrite in place whose later sectors
+	// reached the disk and whose first did not (a disk persists any
+	// subset of the sectors of an unsynced write; this is the subset a
+	// prefix tear never shows). An append's lost sector reads as zeros.
+	PowerLossTornSectors
 )
 
+// Sector is the unit a disk persists atomically.
+const Sector = 512
+
 // Modes lists every Mode.
-var Modes = []Mode{ProcessKill, PowerLoss, PowerLossTornTail, PowerLossZeroTail, PowerLossMetadata}
+var Modes = []Mode{ProcessKill, PowerLoss, PowerLossTornTail, PowerLossZeroTail, PowerLossMetadata, PowerLossTornSectors}
 
 func (m Mode) String() string {
 	switch m {
@@ -44,6 +54,8 @@ func (m Mode) String() string {
 		return "power-loss-zero-tail"
 	case PowerLossMetadata:
 		return "power-loss-metadata"
+	case PowerLossTornSectors:
+		return "power-loss-torn-sectors"
 	}
 	return "unknown-mode"
 }
@@ -95,6 +107,14 @@ func (m Mode) content(n *node) []byte {
 			out = append(out[:lo:lo], half...)
 		} else {
 			copy(out[lo:], half)
+		}
+	case PowerLossTornSectors:
+		if len(n.data) > len(out) {
+			out = append(out, make([]byte, len(n.data)-len(out))...)
+		}
+		from := (lo/Sector + 1) * Sector // the first sector touched is lost
+		if from < hi {
+			copy(out[from:hi], n.data[from:hi])
 		}
 	case PowerLossZeroTail:
 		if len(n.data) > len(out) {

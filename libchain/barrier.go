@@ -1,0 +1,40 @@
+package libchain
+
+import (
+	"context"
+	"errors"
+
+	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/catena-cni/catena/cache"
+)
+
+// holdNetwork takes req's network barrier (cache.Barrier), shared for an
+// ADD, exclusive for a GC's listing and forwards, within lockTimeout; the
+// returned func releases it. A store without barriers orders nothing.
+//
+// What an ADD can wait: a GC holds the barrier exclusive only while it
+// re-lists the network's records and forwards GC to each delegate, each
+// forward bounded by delegateTimeout (teardowns of dead records run
+// before, without it); the ADD's wait is bounded by lockTimeout in any
+// case, after which it fails with "try again later".
+func (e *Engine) holdNetwork(ctx context.Context, req Request, verb string, exclusive bool) (func(), error) {
+	b, ok := e.Store.(cache.Barrier)
+	if !ok {
+		return func() {}, nil
+	}
+	lctx, cancel := context.WithTimeout(ctx, req.Conf.LockTimeout)
+	defer cancel()
+	u, err := b.Barrier(lctx, req.Conf.Name, exclusive)
+	if err != nil {
+		if errors.Is(err, cache.ErrLocked) {
+			return nil, cniError(types.ErrTryAgainLater, "%s on network %q: %w", verb, req.Conf.Name, err)
+		}
+		return nil, cniError(types.ErrIOFailure, "%s on network %q: taking the network barrier: %w", verb, req.Conf.Name, err)
+	}
+	return func() {
+		if err := u.Unlock(); err != nil {
+			e.log().Error("releasing network barrier", "network", req.Conf.Name, "error", err)
+		}
+	}, nil
+}

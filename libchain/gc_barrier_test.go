@@ -1,0 +1,169 @@
+package libchain
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/containernetworking/cni/pkg/types"
+	"github.com/spf13/afero"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/catena-cni/catena/cache"
+)
+
+// orderExec is a fakeExec that keeps the order of every call as
+// "VERB type containerID" and runs onGC before a GC of a delegate type
+// reaches the fake.
+type orderExec struct {
+	*fakeExec
+	mu    sync.Mutex
+	order []string
+	onGC  func(typ string)
+	onDel func()
+}
+
+var _ Executor = (*orderExec)(nil)
+
+func (o *orderExec) note(c Call) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.order = append(o.order, c.Verb+" "+c.Type+" "+c.Args.ContainerID)
+}
+
+func (o *orderExec) Add(ctx context.Context, c Call) (types.Result, error) {
+	res, err := o.fakeExec.Add(ctx, c)
+	o.note(c)
+	return res, err
+}
+
+func (o *orderExec) Run(ctx context.Context, c Call) error {
+	if c.Verb == "GC" && o.onGC != nil {
+		o.onGC(c.Type)
+	}
+	if c.Verb == "DEL" && o.onDel != nil {
+		o.onDel()
+	}
+	o.note(c)
+	return o.fakeExec.Run(ctx, c)
+}
+
+func (o *orderExec) index(s string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Index(o.order, s)
+}
+
+// validOf returns the containerIDs of the valid list a GC call carried.
+func validOf(c call) []string {
+	var ids []string
+	list, _ := c.Config["cni.dev/valid-attachments"].([]any)
+	for _, a := range list {
+		m, _ := a.(map[string]any)
+		id, _ := m["containerID"].(string)
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// barrierEngine returns an engine on store with a 1.1.0 chain [ipam,
+// portmap], a lockTimeout of 5 s, and an attachment cid added an hour
+// before its clock's time.
+func barrierEngine(t *testing.T, store cache.Store, cid string) (*Engine, *orderExec, *NetConf) {
+	t.Helper()
+	exec := &orderExec{fakeExec: newFakeExec()}
+	c := newClock()
+	eng := &Engine{Store: store, Exec: exec, Now: c.now}
+	conf := chainConf(t, "1.1.0", dIPAM, dPort)
+	conf.LockTimeout = 5 * time.Second
+	_, err := eng.Add(context.Background(), req(conf, cid))
+	require.NoError(t, err)
+	c.advance(time.Hour)
+	return eng, exec, conf
+}
+
+// TestGCNeverOmitsAnADDThatPassedTheDelegate starts an ADD between the
+// forwards of GC to the first and the second delegate (an operator's
+// catenactl gc --valid runs outside any runtime's ordering). Whatever the
+// interleaving, a delegate whose ADD of the new attachment came before its
+// GC must find it in its valid list: else a delegate with a real GC frees
+// a live pod's IP.
+func TestGCNeverOmitsAnADDThatPassedTheDelegate(t *testing.T) {
+	eng, exec, conf := barrierEngine(t, cache.NewDiskStore(afero.NewMemMapFs(), "/cache", cache.NewMemLocker()), "old")
+
+	var once sync.Once
+	addDone := make(chan error, 1)
+	exec.onGC = func(typ string) {
+		if typ != "ipam" {
+			return
+		}
+		once.Do(func() {
+			go func() {
+				_, err := eng.Add(context.Background(), req(conf, "newpod"))
+				addDone <- err
+			}()
+			// Give the ADD the time to run through both delegates, if
+			// nothing holds it back.
+			deadline := time.Now().Add(300 * time.Millisecond)
+			for time.Now().Before(deadline) && exec.index("ADD portmap newpod") < 0 {
+				time.Sleep(5 * time.Millisecond)
+			}
+		})
+	}
+	_, err := eng.CollectGarbage(context.Background(), gcReq(conf), GCOptions{Valid: []Attachment{{ContainerID: "old", IfName: "eth0"}}})
+	require.NoError(t, err)
+	require.NoError(t, <-addDone, "the ADD must succeed once GC is done")
+
+	for _, typ := range []string{"ipam", "portmap"} {
+		gcs := exec.callsOf("GC", typ)
+		require.Len(t, gcs, 1)
+		addAt, gcAt := exec.index("ADD "+typ+" newpod"), exec.index("GC "+typ+" ")
+		require.GreaterOrEqual(t, addAt, 0)
+		if addAt < gcAt {
+			assert.Contains(t, validOf(gcs[0]), "newpod",
+				fmt.Sprintf("GC of %s came after newpod's ADD passed it (calls %v)", typ, exec.order))
+		}
+	}
+}
+
+// TestADDWaitsOnlyForGCForwards measures what ADDs wait while a GC runs,
+// on the real disk's barrier: GC's forwards take 100 ms per delegate (2
+// delegates) and a dead record's teardown 300 ms before them; ADDs start
+// every 25 ms from GC's start. An ADD waits for the forwards that run when
+// it starts, never for the teardown.
+func TestADDWaitsOnlyForGCForwards(t *testing.T) {
+	dir := t.TempDir()
+	store := cache.NewDiskStore(afero.NewOsFs(), dir, cache.NewFlockLocker(filepath.Join(dir, cache.LocksDir)))
+	eng, exec, conf := barrierEngine(t, store, "dead")
+	const forward, teardown = 100 * time.Millisecond, 300 * time.Millisecond
+	exec.onGC = func(string) { time.Sleep(forward) }
+	exec.onDel = func() { time.Sleep(teardown / 2) }
+
+	start := time.Now()
+	gcDone := make(chan time.Duration, 1)
+	go func() {
+		_, err := eng.CollectGarbage(context.Background(), gcReq(conf), GCOptions{Valid: []Attachment{}})
+		assert.NoError(t, err)
+		gcDone <- time.Since(start)
+	}()
+	var waits []time.Duration
+	for i := 0; time.Since(start) < teardown+2*forward+50*time.Millisecond; i++ {
+		t0 := time.Now()
+		_, err := eng.Add(context.Background(), req(conf, fmt.Sprintf("pod%d", i)))
+		require.NoError(t, err)
+		waits = append(waits, time.Since(t0))
+		time.Sleep(25 * time.Millisecond)
+	}
+	gcTook := <-gcDone
+	slices.Sort(waits)
+	t.Logf("GC took %s; %d ADDs during it waited p50 %s, max %s (forwards %s each, teardown %s)",
+		gcTook.Round(time.Millisecond), len(waits), waits[len(waits)/2].Round(time.Millisecond),
+		waits[len(waits)-1].Round(time.Millisecond), forward, teardown)
+	assert.Less(t, waits[len(waits)-1], 2*forward+100*time.Millisecond, "an ADD waits at most for the forwards")
+	assert.Less(t, waits[len(waits)/2], 50*time.Millisecond, "most ADDs start while GC tears down, without the barrier")
+}
