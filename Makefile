@@ -43,7 +43,7 @@ image: build
 	bash scripts/image.sh
 
 # Everything make test needs: the demo's deps, then containerd, buildah and
-# Kubernetes (about 15 minutes cold, seconds warm).
+# Kubernetes (15 to 45 minutes cold by the load on the machine: 43 min measured on a busy 2-core machine; seconds warm).
 plugins:
 	bash scripts/install-deps.sh
 
