@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/containernetworking/cni/pkg/types"
@@ -135,10 +136,14 @@ func (e *Engine) add(ctx context.Context, req Request) (types.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	release, err := e.holdNetwork(ctx, req, "ADD", false) // no GC lists the network meanwhile (barrier.go)
+	// No GC lists the network until this ADD's record is written: from
+	// then on a GC's listing sees it (barrier.go).
+	hold, err := e.holdNetwork(ctx, req, "ADD", false)
 	if err != nil {
 		return nil, err
 	}
+	var once sync.Once
+	release := func() { once.Do(hold) }
 	defer release()
 	unlock, err := e.lock(ctx, req, key, "ADD")
 	if err != nil {
@@ -165,7 +170,13 @@ func (e *Engine) add(ctx context.Context, req Request) (types.Result, error) {
 		// cost n+1 durable writes. The delegate's process starts while it
 		// is made durable, but gets its request only after (see gate.go).
 		// rec is not touched until the write is done.
-		gate := openAfter(func() error { return e.save(rec) })
+		gate := openAfter(func() error {
+			err := e.save(rec)
+			if err == nil && i == 0 {
+				release()
+			}
+			return err
+		})
 		res, err := e.callAdd(withGate(ctx, gate), req, s, stdin)
 		if serr := gate.wait(); serr != nil {
 			s.State = cache.StepPending // it never got its request
