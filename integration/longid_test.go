@@ -74,7 +74,13 @@ func TestLongContainerIDs(t *testing.T) {
 			assert.Empty(t, w.hostVeths())
 			entries, err := os.ReadDir(filepath.Join(w.cacheDir, "locks", net))
 			require.NoError(t, err)
-			assert.Empty(t, entries, "no lock file is left")
+			var left []string
+			for _, e := range entries {
+				if e.Name() != ".barrier" { // the network's barrier stays (cache/barrier_flock.go)
+					left = append(left, e.Name())
+				}
+			}
+			assert.Empty(t, left, "no lock file is left")
 			require.NoError(t, run("DEL"), "a second DEL")
 			logs, _ := os.ReadFile(filepath.Join(w.cacheDir, "events", "events.jsonl"))
 			assert.Equal(t, 5, bytes.Count(logs, []byte("\n")), "DEL, ADD, CHECK, DEL, DEL: %s", logs)
