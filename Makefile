@@ -67,9 +67,9 @@ test: plugins build image
 	if [ $$rc -ne 0 ]; then tail -n 150 $(BIN)/k8s-test.log; fi; exit $$rc
 
 # The README's first command: installs and builds only what it runs, then the
-# demo. Cold (no Go module or build cache) about 170 s of CPU: 276 s and
-# 456 s of wall time on a shared 2-core machine at load averages of 6 to 9
-# and 9 to 15; warm 10 s (2026-11-25).
+# demo. Cold (no Go module or build cache) about 170 s of CPU: 95 s of wall
+# time on a quiet 2-core machine, 276 s and 456 s on a shared one at load
+# averages of 6 to 9 and 9 to 15; warm 6 to 10 s (2026-11-25).
 demo: demo-deps build-demo
 	bash scripts/demo.sh
 
