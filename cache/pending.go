@@ -69,9 +69,14 @@ func (s *DiskStore) ClearTeardown(key Key) error {
 	if err := key.Validate(); err != nil {
 		return fmt.Errorf("clear teardown: %w", err)
 	}
-	if err := s.fs.Remove(s.pendingPath(key)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	err := s.fs.Remove(s.pendingPath(key))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
 		return fmt.Errorf("clear teardown of %s: %w", key, err)
 	}
+	s.dropLoneStamp(key.Network)
 	return nil
 }
 

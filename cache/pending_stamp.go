@@ -203,3 +203,16 @@ type RetryScheduler interface {
 }
 
 var _ RetryScheduler = (*DiskStore)(nil)
+
+// dropLoneStamp removes network's retry stamp once its last marker is
+// cleared, so that nothing is left in the pending dir when nothing is
+// pending. A marker created meanwhile finds no stamp, which only means a
+// pass may be due. Best effort: a stamp left behind is a hint as well.
+func (s *DiskStore) dropLoneStamp(network string) {
+	dir := s.pendingNetDir(network)
+	names, err := readDirNames(s.fs, dir)
+	if err != nil || len(names) != 1 || names[0] != retryStampName {
+		return
+	}
+	_ = s.fs.Remove(filepath.Join(dir, retryStampName))
+}

@@ -85,9 +85,15 @@ func TestRetryDueFollowsTheStamp(t *testing.T) {
 	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
 	require.NoError(t, s.Audit())
 
-	// Nothing pending any more: the stamp goes, and the empty dir is
-	// never due.
+	// Nothing pending any more: clearing the last marker drops the stamp,
+	// a pass drops it too, and the empty dir is never due.
 	require.NoError(t, s.ClearTeardown(k1))
+	assert.NoFileExists(t, stamp)
+	require.NoError(t, s.MarkTeardown(k1, PendingNote{Due: now, Attempts: 1}))
+	_, err = s.StampRetry("net", clock, time.Minute)
+	require.NoError(t, err)
+	assert.FileExists(t, stamp)
+	require.NoError(t, os.Remove(filepath.Join(dir, pendingDir, "net", "c1:eth0")))
 	st, err = s.StampRetry("net", clock, time.Minute)
 	require.NoError(t, err)
 	assert.Equal(t, RetryStamp{}, st)
