@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"slices"
 	"sync"
 	"time"
 
@@ -242,12 +241,4 @@ func (e *Engine) stampRetry(network string) time.Time {
 		return time.Time{} // nothing pending within the horizon
 	}
 	return st.Next
-}
-
-// SortPendingByDue orders entries oldest due first, then by key: the order
-// in which every retrier takes them.
-func SortPendingByDue(p []cache.Pending) {
-	slices.SortFunc(p, func(a, b cache.Pending) int {
-		return cmp.Or(a.Note.Due.Compare(b.Note.Due), cmp.Compare(a.Key.String(), b.Key.String()))
-	})
 }
