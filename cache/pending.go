@@ -117,22 +117,37 @@ func (s *DiskStore) PendingTeardown(network string, max int) ([]Pending, error) 
 // file (or vanished). Content that cannot be read as a note is due at once,
 // and bad says why.
 func (s *DiskStore) readNote(path string) (note PendingNote, bad error, ok bool) {
-	fi, err := lstat(s.fs, path)
-	if err != nil || !fi.Mode().IsRegular() {
+	data, ok, err := s.readHint(path)
+	if !ok {
 		return PendingNote{}, nil, false
 	}
-	f, err := openReadNoFollow(s.fs, path)
 	if err != nil {
-		return PendingNote{}, nil, false
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxNoteSize+1))
-	if err != nil {
-		return dueAtOnce(), fmt.Errorf("reading %s: %w", path, err), true
+		return dueAtOnce(), err, true
 	}
 	note, err = ParseNote(data)
 	if err != nil {
 		return note, fmt.Errorf("%s: %w", path, err), true
 	}
 	return note, nil, true
+}
+
+// readHint reads a small hint file of the pending dir (a marker, or the
+// retry stamp), at most maxNoteSize+1 bytes of it, never through a
+// symlink; ok is false if it is not a regular file (or vanished), and err
+// says why a file that is there could not be read.
+func (s *DiskStore) readHint(path string) (data []byte, ok bool, err error) {
+	fi, err := lstat(s.fs, path)
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil, false, nil
+	}
+	f, err := openReadNoFollow(s.fs, path)
+	if err != nil {
+		return nil, false, nil
+	}
+	defer f.Close()
+	data, err = io.ReadAll(io.LimitReader(f, maxNoteSize+1))
+	if err != nil {
+		return nil, true, fmt.Errorf("reading %s: %w", path, err)
+	}
+	return data, true, nil
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -80,17 +79,8 @@ func (s *DiskStore) RetryDue(network string, now time.Time) (bool, error) {
 
 // readStamp reads a stamp; ok is false if it is missing or not one.
 func (s *DiskStore) readStamp(path string) (RetryStamp, bool) {
-	fi, err := lstat(s.fs, path)
-	if err != nil || !fi.Mode().IsRegular() {
-		return RetryStamp{}, false
-	}
-	f, err := openReadNoFollow(s.fs, path)
-	if err != nil {
-		return RetryStamp{}, false
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxNoteSize+1))
-	if err != nil {
+	data, ok, err := s.readHint(path)
+	if !ok || err != nil {
 		return RetryStamp{}, false
 	}
 	st, err := parseStamp(data)
