@@ -9,11 +9,11 @@ import (
 )
 
 // Barrier orders GC against ADD on one network: an ADD holds its network's
-// barrier shared for its whole run, a GC holds it exclusive while it lists
-// the records it tells the delegates are valid and forwards GC to them. So
-// no ADD runs through a delegate between that listing and the last
-// forward: each delegate's valid list holds every attachment whose ADD
-// reached it. ADDs do not wait for one another, and a waiting GC does not
+// barrier shared until its record is first written (before its first
+// delegate gets its request), a GC holds it exclusive while it lists the
+// records it tells the delegates are valid and forwards GC to them. So an
+// ADD is in that listing or reaches no delegate before the last forward:
+// each delegate's valid list holds every attachment whose ADD reached it. ADDs do not wait for one another, and a waiting GC does not
 // hold back new ADDs (it may then time out: a GC is retried by the
 // runtime's next pass, a pod creation is not).
 //

@@ -71,10 +71,15 @@ func (w *world) newCtl(name string, delegates ...string) *ctl {
 	return &ctl{t: w.t, bin: catenactlBin(w.t), conf: path, cniDir: cniPath, list: list, cacheDir: w.cacheDir}
 }
 
+// command is catenactl with args, on the ctl's conflist and CNI dir.
+func (c *ctl) command(args ...string) *exec.Cmd {
+	return exec.Command(c.bin, append([]string{"--conf", c.conf, "--cni-path", c.cniDir}, args...)...)
+}
+
 // run runs catenactl and returns its stdout, stderr and exit code.
 func (c *ctl) run(args ...string) (string, string, int) {
 	c.t.Helper()
-	cmd := exec.Command(c.bin, append([]string{"--conf", c.conf, "--cni-path", c.cniDir}, args...)...)
+	cmd := c.command(args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

@@ -8,8 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/containernetworking/cni/pkg/skel"
@@ -42,6 +40,7 @@ type NetConf struct {
 	ErrorCode      *uint  `json:"errorCode,omitempty"`
 	FaultFile      string `json:"faultFile,omitempty"`
 	HangAdd        string `json:"hangAdd,omitempty"`
+	HangGC         string `json:"hangGC,omitempty"`
 	WaitFile       string `json:"waitFile,omitempty"`
 	WaitTimeout    string `json:"waitTimeout,omitempty"`
 	DelRequiresAdd bool   `json:"delRequiresAdd,omitempty"`
@@ -54,6 +53,7 @@ type NetConf struct {
 	FloodStderr int64 `json:"floodStderr,omitempty"`
 
 	hangAdd     time.Duration
+	hangGC      time.Duration
 	waitTimeout time.Duration
 }
 
@@ -78,6 +78,13 @@ func (c *NetConf) validate() error {
 			return err
 		}
 		c.hangAdd = d
+	}
+	if c.HangGC != "" {
+		d, err := parseDuration("hangGC", c.HangGC)
+		if err != nil {
+			return err
+		}
+		c.hangGC = d
 	}
 	if c.WaitTimeout != "" {
 		d, err := parseDuration("waitTimeout", c.WaitTimeout)
@@ -404,26 +411,4 @@ func cmdStatus(args *skel.CmdArgs) error {
 		return conf.injected(types.ErrPluginNotAvailable, "STATUS", args)
 	}
 	return nil
-}
-
-// cmdGC logs, besides the invocation, the valid attachments it was given:
-// "GC-VALID <containerID>/<ifname> ..." (sorted), so that tests can see what
-// a delegate's own GC would keep.
-func cmdGC(args *skel.CmdArgs) error {
-	conf, err := load("GC", args)
-	if err != nil || conf.LogFile == "" {
-		return err
-	}
-	var in struct {
-		Valid []types.GCAttachment `json:"cni.dev/valid-attachments"`
-	}
-	if err := json.Unmarshal(args.StdinData, &in); err != nil {
-		return types.NewError(types.ErrDecodingFailure, err.Error(), "")
-	}
-	names := make([]string, 0, len(in.Valid))
-	for _, a := range in.Valid {
-		names = append(names, a.ContainerID+"/"+a.IfName)
-	}
-	sort.Strings(names)
-	return appendLine(conf.LogFile, "GC-VALID "+strings.Join(names, " ")+"\n")
 }

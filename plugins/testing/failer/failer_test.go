@@ -66,18 +66,20 @@ func TestParseConf(t *testing.T) {
 				assert.Equal(t, "0.1.0", c.CNIVersion)
 				assert.Equal(t, uint(100), c.errorCode())
 				assert.Equal(t, time.Duration(0), c.hangAdd)
+				assert.Equal(t, time.Duration(0), c.hangGC)
 				assert.Equal(t, 60*time.Second, c.waitTimeout)
 			},
 		},
 		{
 			name: "all fields",
 			in: `{"cniVersion":"1.1.0","name":"n","type":"failer","failAdd":true,"failDel":true,
-				"failCheck":true,"failStatus":true,"errorCode":0,"faultFile":"/f","hangAdd":"150ms",
+				"failCheck":true,"failStatus":true,"errorCode":0,"faultFile":"/f","hangAdd":"150ms","hangGC":"3s",
 				"waitFile":"/w","waitTimeout":"2s","delRequiresAdd":true,"stateDir":"/s","logFile":"/l"}`,
 			check: func(t *testing.T, c *NetConf) {
 				assert.True(t, c.FailAdd && c.FailDel && c.FailCheck && c.FailStatus && c.DelRequiresAdd)
 				assert.Equal(t, uint(0), c.errorCode())
 				assert.Equal(t, 150*time.Millisecond, c.hangAdd)
+				assert.Equal(t, 3*time.Second, c.hangGC)
 				assert.Equal(t, 2*time.Second, c.waitTimeout)
 				assert.Equal(t, "/f", c.FaultFile)
 				assert.Equal(t, "/w", c.WaitFile)
@@ -89,6 +91,8 @@ func TestParseConf(t *testing.T) {
 		{name: "negative errorCode", in: `{"errorCode":-1}`, wantErr: "decode netconf"},
 		{name: "bad hangAdd", in: `{"hangAdd":"soon"}`, wantErr: "invalid hangAdd"},
 		{name: "negative hangAdd", in: `{"hangAdd":"-1s"}`, wantErr: "negative duration"},
+		{name: "bad hangGC", in: `{"hangGC":"later"}`, wantErr: "invalid hangGC"},
+		{name: "negative hangGC", in: `{"hangGC":"-2s"}`, wantErr: "invalid hangGC \"-2s\": negative duration"},
 		{name: "bad waitTimeout", in: `{"waitTimeout":"x"}`, wantErr: "invalid waitTimeout"},
 		{name: "delRequiresAdd without stateDir", in: `{"delRequiresAdd":true}`, wantErr: "needs stateDir"},
 		{name: "pidFile without hangAdd", in: `{"pidFile":"/p"}`, wantErr: "pidFile needs hangAdd"},
@@ -120,11 +124,13 @@ func TestLoadErrorCodes(t *testing.T) {
 	}{
 		{name: "decode failure", in: `{`, code: types.ErrDecodingFailure},
 		{name: "invalid config", in: `{"hangAdd":"x"}`, code: types.ErrInvalidNetworkConfig},
+		{name: "invalid hangGC", in: `{"hangGC":"x"}`, code: types.ErrInvalidNetworkConfig},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := add(cmdArgs([]byte(tc.in)))
 			cniErr(t, err, tc.code)
+			cniErr(t, cmdGC(cmdArgs([]byte(tc.in))), tc.code)
 		})
 	}
 }
@@ -244,6 +250,33 @@ func TestHangAdd(t *testing.T) {
 	_, err := add(cmdArgs(conf(t, "1.0.0", map[string]any{"hangAdd": "200ms"})))
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, time.Since(start), 200*time.Millisecond)
+}
+
+// TestHangGC: GC logs its invocation, sleeps hangGC, and only then logs
+// its valid list; without logFile it still sleeps.
+func TestHangGC(t *testing.T) {
+	start := time.Now()
+	require.NoError(t, cmdGC(&skel.CmdArgs{StdinData: conf(t, "1.1.0", map[string]any{"hangGC": "200ms"})}))
+	assert.GreaterOrEqual(t, time.Since(start), 200*time.Millisecond)
+
+	logFile := filepath.Join(t.TempDir(), "calls.log")
+	done := make(chan error, 1)
+	start = time.Now()
+	go func() {
+		done <- cmdGC(&skel.CmdArgs{StdinData: conf(t, "1.1.0", map[string]any{"hangGC": "300ms", "logFile": logFile})})
+	}()
+	require.Eventually(t, func() bool {
+		data, err := os.ReadFile(logFile)
+		return err == nil && string(data) == "GC - - -\n"
+	}, 250*time.Millisecond, 5*time.Millisecond, "the invocation is logged before the hang")
+	data, err := os.ReadFile(logFile)
+	require.NoError(t, err)
+	assert.Equal(t, "GC - - -\n", string(data), "no GC-VALID during the hang")
+	require.NoError(t, <-done)
+	assert.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond)
+	data, err = os.ReadFile(logFile)
+	require.NoError(t, err)
+	assert.Equal(t, "GC - - -\nGC-VALID \n", string(data))
 }
 
 func TestWaitFile(t *testing.T) {

@@ -9,6 +9,8 @@
 //	errorCode                    uint   code for injected failures (default 100)
 //	faultFile                    string fail* flags apply only while this file exists
 //	hangAdd                      string duration to sleep before answering ADD
+//	hangGC                       string duration GC sleeps, after logging its invocation
+//	                                    and before its GC-VALID line (see logFile)
 //	hangDel                      string duration to sleep before answering DEL (while
 //	                                    faultFile exists, if set)
 //	waitFile                     string ADD blocks until this file exists (10ms polling)
