@@ -45,8 +45,10 @@ func valid(rts ...*libcni.RuntimeConf) *libcni.GCArgs {
 }
 
 // TestGCRemovesOnlyDeadAttachments: GC with a valid list tears down the
-// record that is not listed, and nothing of the listed one, whose IP
-// host-local's own GC (forwarded by Catena) must not reclaim either.
+// record that is not listed, and nothing of the listed one. (Catena
+// forwards GC to bridge, but the reference bridge and host-local v1.9.1
+// implement no GC of their own, so the IPs left are Catena's doing alone;
+// TestCatenactlGCAndADDOnOneNetwork checks the lists a delegate's GC gets.)
 func TestGCRemovesOnlyDeadAttachments(t *testing.T) {
 	w := newWorld(t)
 	const net = "itgc"
