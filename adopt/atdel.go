@@ -37,7 +37,7 @@ import (
 // the Orphan's Settle removes the entry (libcni would, right after the
 // DEL), still under that lock, so that an Adopter pass racing the DEL, once
 // it gets the lock, finds the entry gone and drops the record it wrote
-// (Adopter.confirm), and no later pass lists it.
+// (its confirm step), and no later pass lists it.
 type AtDel struct {
 	dir string
 	fs  afero.Fs
