@@ -8,7 +8,9 @@
 // Entries keep appearing after Catena's file is installed (an ADD that
 // started before the runtime reloaded its config finishes through the
 // primary), so an Adopter runs on every pass of the agent, and remembers the
-// entries it has settled so that a pass reads only what is new.
+// entries it has settled so that a pass reads only what is new. An entry
+// whose DEL comes before the next pass is adopted by that DEL itself
+// (AtDel, which catena runs when its config names the results dir).
 package adopt
 
 import (
@@ -78,7 +80,10 @@ type Report struct {
 // and ctime stay the same, so a pass costs a listing of the dir plus the
 // entries that are new or changed. An entry is never adopted twice: a
 // record that a DEL through Catena removed is not brought back from the
-// libcni entry that libcni removes right after.
+// libcni entry that libcni removes right after. A DEL that adopted the
+// entry itself (AtDel) removes it under the attachment's lock, so that a
+// pass that read it before finds it gone once it has the lock, and drops
+// the record it wrote (confirm).
 //
 // Trust: on the real disk the results dir is read as Catena reads its own
 // cache dir (cache.TrustedFs): the dir must be owned by Catena's euid and

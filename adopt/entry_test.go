@@ -40,6 +40,14 @@ func withConfig(conf string) func(map[string]any) {
 	return func(m map[string]any) { m["config"] = base64.StdEncoding.EncodeToString([]byte(conf)) }
 }
 
+// Entries that are not a regular file holding a libcni entry.
+func symlinkEntry(t *testing.T, path string) { require.NoError(t, os.Symlink("/etc/hostname", path)) }
+func dirEntry(t *testing.T, path string)     { require.NoError(t, os.Mkdir(path, 0o700)) }
+func fifoEntry(t *testing.T, path string)    { require.NoError(t, syscall.Mkfifo(path, 0o600)) }
+func junkEntry(t *testing.T, path string) {
+	require.NoError(t, os.WriteFile(path, []byte("{not json"), 0o600))
+}
+
 // TestAdoptSkipsWhatItCannotTrust: every file that is not a genuine entry of
 // the primary's network is skipped with its reason, writes no record, and
 // does not stop the adoption of the genuine one.
@@ -56,21 +64,13 @@ func TestAdoptSkipsWhatItCannotTrust(t *testing.T) {
 			mutate: func(m map[string]any) { m["networkName"], m["containerId"] = "other-net", "c1" }},
 		{name: "k8s-pod-net-b-c1-eth0", reason: `of network "k8s-pod-net-b", not "k8s-pod-net"`,
 			mutate: func(m map[string]any) { m["networkName"], m["containerId"] = "k8s-pod-net-b", "c1" }},
-		{name: "k8s-pod-net-link-eth0", reason: "is a symlink", create: func(t *testing.T, path string) {
-			require.NoError(t, os.Symlink("/etc/hostname", path))
-		}},
-		{name: "k8s-pod-net-dir-eth0", reason: "is a directory", create: func(t *testing.T, path string) {
-			require.NoError(t, os.Mkdir(path, 0o700))
-		}},
-		{name: "k8s-pod-net-fifo-eth0", reason: "is not a regular file", create: func(t *testing.T, path string) {
-			require.NoError(t, syscall.Mkfifo(path, 0o600))
-		}},
+		{name: "k8s-pod-net-link-eth0", reason: "is a symlink", create: symlinkEntry},
+		{name: "k8s-pod-net-dir-eth0", reason: "is a directory", create: dirEntry},
+		{name: "k8s-pod-net-fifo-eth0", reason: "is not a regular file", create: fifoEntry},
 		{name: "k8s-pod-net-big-eth0", reason: "too large", mutate: func(m map[string]any) {
 			m["containerId"], m["padding"] = "big", strings.Repeat("x", maxEntrySize)
 		}},
-		{name: "k8s-pod-net-junk-eth0", reason: "not a libcni cache entry", create: func(t *testing.T, path string) {
-			require.NoError(t, os.WriteFile(path, []byte("{not json"), 0o600))
-		}},
+		{name: "k8s-pod-net-junk-eth0", reason: "not a libcni cache entry", create: junkEntry},
 		{name: "k8s-pod-net-legacy-eth0", reason: `kind "" is not "cniCacheV1"`,
 			mutate: func(m map[string]any) { delete(m, "kind"); m["containerId"] = "legacy" }},
 		{name: "k8s-pod-net-c3-eth0", reason: "file name does not match its content",

@@ -307,3 +307,24 @@ func TestUntrustedErrorFix(t *testing.T) {
 		assert.Equal(t, tt.want, tt.err.Error())
 	}
 }
+
+// TestTrustedFsLstatKeepsFileIdentity: an lstat through TrustedFs carries
+// what os.Lstat's does to identify a version of a file (inode, size,
+// mtime, ctime), so that a file read through it can be compared with
+// itself later (package adopt removes a libcni entry only if unchanged).
+func TestTrustedFsLstatKeepsFileIdentity(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "entry")
+	require.NoError(t, os.WriteFile(path, []byte("x"), 0o600))
+	want, err := os.Lstat(path)
+	require.NoError(t, err)
+	fsys := TrustedFs(afero.NewOsFs(), dir)
+	got, _, err := fsys.(afero.Lstater).LstatIfPossible(path)
+	require.NoError(t, err)
+	w, g := want.Sys().(*syscall.Stat_t), got.Sys().(*syscall.Stat_t)
+	assert.Equal(t, w.Ino, g.Ino)
+	assert.Equal(t, w.Size, g.Size)
+	assert.Equal(t, w.Mtim, g.Mtim)
+	assert.Equal(t, w.Ctim, g.Ctim)
+	assert.NotZero(t, g.Ctim.Nano())
+}

@@ -157,6 +157,7 @@ func newStatInfo(name string, st *unix.Stat_t) *statInfo {
 	return &statInfo{name: name, sys: syscall.Stat_t{
 		Dev: st.Dev, Ino: st.Ino, Mode: st.Mode, Uid: st.Uid, Gid: st.Gid, Size: st.Size,
 		Mtim: syscall.Timespec{Sec: st.Mtim.Sec, Nsec: st.Mtim.Nsec},
+		Ctim: syscall.Timespec{Sec: st.Ctim.Sec, Nsec: st.Ctim.Nsec},
 	}}
 }
 

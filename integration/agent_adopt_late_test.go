@@ -26,6 +26,21 @@ func privateNode(t *testing.T, prefix string) (*world, string, string, string, *
 	return w, net, confDir, libcniDir, primary
 }
 
+// assertPodsGone: nothing of pods (netns path by name) is held on
+// network net: no eth0, IP, veth, record or libcni entry in resultsDir.
+func assertPodsGone(t *testing.T, w *world, net, resultsDir string, pods map[string]string) {
+	t.Helper()
+	for name, ns := range pods {
+		assert.Empty(t, w.sandboxAddrsOf(ns, "eth0"), "%s's eth0 is still there", name)
+	}
+	assert.Empty(t, w.ipamFiles(net), "IPs still held")
+	assert.Empty(t, w.hostVeths(), "veths still there")
+	assert.Empty(t, w.records(net), "records left")
+	left, err := os.ReadDir(resultsDir)
+	require.NoError(t, err)
+	assert.Empty(t, left, "libcni entries left")
+}
+
 // TestAgentAdoptsLateEntries is issue 24 §2.B: a pod ADDed through the
 // primary after adoption's scan (an ADD that started before the runtime
 // reloaded its config: go-cni copies its network list when a call starts)
@@ -64,15 +79,7 @@ func TestAgentAdoptsLateEntries(t *testing.T) {
 	for _, name := range []string{"a", "b"} {
 		require.NoError(t, cni.DelNetworkList(context.Background(), gen, rt(name)), "DEL %s through Catena's file", name)
 	}
-	for name, ns := range pods {
-		assert.Empty(t, w.sandboxAddrsOf(ns, "eth0"), "%s's eth0 is still there", name)
-	}
-	assert.Empty(t, w.ipamFiles(net), "IPs still held")
-	assert.Empty(t, w.hostVeths(), "veths still there")
-	assert.Empty(t, w.records(net), "records left")
-	left, err := os.ReadDir(resultsDir)
-	require.NoError(t, err)
-	assert.Empty(t, left, "libcni entries left")
+	assertPodsGone(t, w, net, resultsDir, pods)
 	t.Logf("ADD a, install, ADD b (old list), install, DEL a, b through catena: %d IPs, %d veths, %d records held",
 		len(w.ipamFiles(net)), len(w.hostVeths()), len(w.records(net)))
 }

@@ -47,6 +47,10 @@ type NetConf struct {
 	DisableGC bool
 	LogFile   string
 	LogLevel  string
+	// LibcniResultsDir is the runtime's libcni cache dir of results
+	// (libcniResultsDir, set by catena-agent): a DEL that finds no record
+	// adopts the primary's entry of the attachment there. "": none.
+	LibcniResultsDir string
 	// RuntimeConfig is what the runtime injected for Catena's capabilities.
 	RuntimeConfig map[string]json.RawMessage
 	// PrevResult is the raw prevResult Catena received, if any.
@@ -89,6 +93,7 @@ type rawConf struct {
 	DisableGC        bool                       `json:"disableGC"`
 	LogFile          string                     `json:"logFile"`
 	LogLevel         string                     `json:"logLevel"`
+	LibcniResultsDir string                     `json:"libcniResultsDir"`
 	RuntimeConfig    map[string]json.RawMessage `json:"runtimeConfig"`
 	PrevResult       json.RawMessage            `json:"prevResult"`
 	ValidAttachments json.RawMessage            `json:"cni.dev/valid-attachments"`
@@ -132,6 +137,10 @@ func ParseConfig(data []byte) (*NetConf, error) {
 	if !filepath.IsAbs(conf.CacheDir) {
 		return nil, configError("cacheDir", fmt.Sprintf("%q is not an absolute path", conf.CacheDir))
 	}
+	if raw.LibcniResultsDir != "" && !filepath.IsAbs(raw.LibcniResultsDir) {
+		return nil, configError("libcniResultsDir", fmt.Sprintf("%q is not an absolute path", raw.LibcniResultsDir))
+	}
+	conf.LibcniResultsDir = raw.LibcniResultsDir
 	var err error
 	if conf.LockTimeout, err = parseDuration("lockTimeout", raw.LockTimeout, DefaultLockTimeout); err != nil {
 		return nil, err

@@ -17,6 +17,7 @@ func TestParseConfigDefaults(t *testing.T) {
 	  "delegates":[{"type":"bridge","bridge":"cni0","ipam":{"type":"host-local"}},{"type":"portmap","cniVersion":"0.4.0","capabilities":{"portMappings":true}}]}`))
 	require.NoError(t, err)
 	assert.Equal(t, DefaultCacheDir, conf.CacheDir)
+	assert.Empty(t, conf.LibcniResultsDir, "no adoption at DEL unless asked")
 	assert.Equal(t, 30*time.Second, conf.LockTimeout)
 	assert.Equal(t, 60*time.Second, conf.DelegateTimeout)
 	require.Len(t, conf.Delegates, 2)
@@ -45,6 +46,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"bad lockTimeout", `{"cniVersion":"1.0.0","name":"n","lockTimeout":"soon","delegates":[{"type":"bridge"}]}`, "lockTimeout", types.ErrInvalidNetworkConfig},
 		{"negative delegateTimeout", `{"cniVersion":"1.0.0","name":"n","delegateTimeout":"-1s","delegates":[{"type":"bridge"}]}`, "delegateTimeout", types.ErrInvalidNetworkConfig},
 		{"relative cacheDir", `{"cniVersion":"1.0.0","name":"n","cacheDir":"state","delegates":[{"type":"bridge"}]}`, "cacheDir", types.ErrInvalidNetworkConfig},
+		{"relative libcniResultsDir", `{"cniVersion":"1.0.0","name":"n","libcniResultsDir":"results","delegates":[{"type":"bridge"}]}`, "libcniResultsDir", types.ErrInvalidNetworkConfig},
 		{"bad cniVersion", `{"cniVersion":"one","name":"n","delegates":[{"type":"bridge"}]}`, "cniVersion", types.ErrIncompatibleCNIVersion},
 		{"bad delegate cniVersion", `{"cniVersion":"1.0.0","name":"n","delegates":[{"type":"bridge","cniVersion":"x.y"}]}`, "delegates[0].cniVersion", types.ErrIncompatibleCNIVersion},
 		{"delegate cniVersion catena cannot convert to", `{"cniVersion":"1.0.0","name":"n","delegates":[{"type":"bridge","cniVersion":"7.0.0"}]}`, "delegates[0].cniVersion", types.ErrIncompatibleCNIVersion},
@@ -63,6 +65,12 @@ func TestParseConfigErrors(t *testing.T) {
 			assert.Contains(t, te.Msg, tt.field)
 		})
 	}
+}
+
+func TestParseConfigLibcniResultsDir(t *testing.T) {
+	conf, err := ParseConfig([]byte(`{"cniVersion":"1.0.0","name":"n","libcniResultsDir":"/var/lib/cni/results","delegates":[{"type":"bridge"}]}`))
+	require.NoError(t, err)
+	assert.Equal(t, "/var/lib/cni/results", conf.LibcniResultsDir)
 }
 
 // TestParseConfigDelegateLimit: a chain of exactly MaxDelegates parses.

@@ -30,6 +30,9 @@ type Engine struct {
 	// OnOp, if set, receives the summary of every operation (the event
 	// journal), after it is logged.
 	OnOp func(Op)
+	// Orphans, if set, is asked by a DEL that finds no record for the
+	// attachment as the node's primary CNI made it (orphan.go).
+	Orphans OrphanFinder
 	// Retrier, if set, is asked by KickRetry to start a retry pass of
 	// pending teardowns outside the runtime's call.
 	Retrier RetryKicker

@@ -26,6 +26,9 @@ type Op struct {
 	Rollback   bool          `json:"rollback,omitempty"`
 	Outcome    string        `json:"outcome"`
 	Error      string        `json:"error,omitempty"`
+	// Adopted names the source of the attachment that a DEL with no
+	// record adopted and tore down (orphan.go).
+	Adopted string `json:"adopted,omitempty"`
 }
 
 // OpCall is one delegate invocation within an Op.
@@ -93,6 +96,15 @@ func (t *opTrace) rolledBack() {
 	t.mu.Unlock()
 }
 
+func (t *opTrace) adopted(source string) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	t.op.Adopted = source
+	t.mu.Unlock()
+}
+
 // finish closes the trace with the verb's error, logs the one summary line
 // (a warning past slowThreshold or on failure) and passes the Op on.
 func (e *Engine) finish(t *opTrace, slow time.Duration, err error) {
@@ -118,10 +130,13 @@ func (e *Engine) finish(t *opTrace, slow time.Duration, err error) {
 		level = slog.LevelWarn
 		msg = "slow operation"
 	}
-	e.log().Log(context.Background(), level, msg,
-		"verb", op.Verb, "attachment", op.Attachment, "outcome", op.Outcome,
+	attrs := []any{"verb", op.Verb, "attachment", op.Attachment, "outcome", op.Outcome,
 		"duration", op.Duration, "lockWait", op.LockWait, "rollback", op.Rollback,
-		"delegates", op.Calls, "error", op.Error, "slowThreshold", slow)
+		"delegates", op.Calls, "error", op.Error, "slowThreshold", slow}
+	if op.Adopted != "" {
+		attrs = append(attrs, "adopted", op.Adopted)
+	}
+	e.log().Log(context.Background(), level, msg, attrs...)
 	if e.OnOp != nil {
 		e.OnOp(op)
 	}

@@ -12,7 +12,9 @@ import (
 )
 
 // Del tears down what the attachment's record says is held, in reverse, with
-// the config cached at ADD. No record: success, nothing invoked.
+// the config cached at ADD. No record: what Engine.Orphans finds of the
+// attachment is adopted and torn down the same way (orphan.go); without
+// one, success, nothing invoked.
 func (e *Engine) Del(ctx context.Context, req Request) (err error) {
 	ctx, t := e.begin(ctx, "DEL", req.Key())
 	defer func() { e.finish(t, req.Conf.SlowThreshold, err) }()
@@ -33,7 +35,7 @@ func (e *Engine) del(ctx context.Context, req Request) error {
 	rec, err := e.Store.Load(key)
 	switch {
 	case errors.Is(err, cache.ErrNotFound):
-		return nil
+		return e.delOrphan(ctx, req, key)
 	case errors.Is(err, cache.ErrCorrupt):
 		e.recoverCorrupt(ctx, req, key, err)
 		return nil

@@ -18,6 +18,10 @@ type CatenaOptions struct {
 	GCGracePeriod   time.Duration
 	LogFile         string
 	LogLevel        string
+	// LibcniResultsDir is the runtime's libcni results dir (the agent's
+	// --results-dir), so that a DEL with no record adopts the primary's
+	// attachment there.
+	LibcniResultsDir string
 }
 
 // catenaPlugin is the one plugin of the generated conflist.
@@ -32,6 +36,8 @@ type catenaPlugin struct {
 	LogLevel        string            `json:"logLevel,omitempty"`
 	Capabilities    map[string]bool   `json:"capabilities,omitempty"`
 	Delegates       []json.RawMessage `json:"delegates"`
+	// LibcniResultsDir: see CatenaOptions.
+	LibcniResultsDir string `json:"libcniResultsDir,omitempty"`
 }
 
 // generated is the generated conflist. Field order is fixed, so the same
@@ -70,6 +76,8 @@ func Wrap(p *Primary, opts CatenaOptions) ([]byte, error) {
 		LogFile:         opts.LogFile,
 		LogLevel:        opts.LogLevel,
 		Delegates:       p.plugins,
+		// See CatenaOptions.
+		LibcniResultsDir: opts.LibcniResultsDir,
 	}
 	if len(caps) > 0 {
 		plugin.Capabilities = caps

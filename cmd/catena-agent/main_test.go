@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -103,6 +104,7 @@ func TestInstallOnceBadInput(t *testing.T) {
 		{name: "slash in type", files: map[string]string{"10-a.conflist": `{"cniVersion":"1.0.0","name":"n","plugins":[{"type":"/usr/bin/evil"}]}`}, wantErr: "must be a plain binary name", code: 1},
 		{name: "contains catena", files: map[string]string{"10-a.conflist": `{"cniVersion":"1.0.0","name":"n","plugins":[{"type":"catena","delegates":[{"type":"bridge"}]}]}`}, wantErr: "already contains catena", code: 1},
 		{name: "relative cache dir", files: map[string]string{"10-a.conflist": primaryCL}, args: []string{"--cache-dir", "rel"}, wantErr: "cacheDir", code: 1},
+		{name: "relative results dir", files: map[string]string{"10-a.conflist": primaryCL}, args: []string{"--results-dir", "var/lib/cni/results"}, wantErr: "--results-dir \"var/lib/cni/results\": must be an absolute path", code: 2},
 		{name: "conf name not a list", files: map[string]string{"10-a.conflist": primaryCL}, args: []string{"--conf-name", "00-catena.conf"}, wantErr: "must end in .conflist", code: 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -116,6 +118,28 @@ func TestInstallOnceBadInput(t *testing.T) {
 			assert.Equal(t, tc.files, readDir(t, n.conf), "nothing written")
 			assert.Empty(t, readDir(t, n.bin), "no binary installed")
 		})
+	}
+}
+
+// TestInstallNamesResultsDir: the generated file carries --results-dir as
+// catena's libcniResultsDir, so that a DEL with no record adopts from it;
+// with --results-dir "" the key is left out: no adoption at all.
+func TestInstallNamesResultsDir(t *testing.T) {
+	for _, results := range []string{filepath.Join(t.TempDir(), "results"), ""} {
+		n := newNode(t, map[string]string{"10-bridge.conflist": primaryCL})
+		code, _, stderr := runAgent(t, append([]string{"install", "--once"}, n.installArgs("--results-dir", results)...)...)
+		require.Equal(t, 0, code, stderr)
+		var gen struct {
+			Plugins []map[string]any `json:"plugins"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(readDir(t, n.conf)["00-catena.conflist"]), &gen))
+		require.Len(t, gen.Plugins, 1)
+		got, ok := gen.Plugins[0]["libcniResultsDir"]
+		if results == "" {
+			assert.False(t, ok, "libcniResultsDir without a results dir: %v", got)
+			continue
+		}
+		assert.Equal(t, results, got)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -69,7 +70,10 @@ carries a marker ("catena.dev/generated") naming the primary and its sha256.
 It copies catena and catenactl into the CNI bin dir, and, before each write of
 the generated file and on every pass after it, adopts the attachments the
 primary made that Catena has no record of (from the runtime's libcni cache,
---results-dir), so their DEL still tears them down.
+--results-dir), so their DEL still tears them down. The generated file names
+that dir (libcniResultsDir), so that a DEL through Catena that finds no record
+(a pod ADDed through the primary after the last pass) adopts and tears down
+the primary's entry of that attachment itself.
 
 Writes are atomic (temp file in the same dir, fsync, rename, fsync of the dir)
 and happen only when content changes. The generated file's mode is the
@@ -114,7 +118,7 @@ func (f *installFlags) register(cmd *cobra.Command, e env) {
 	fl.StringVar(&f.cfg.SourceDir, "source-dir", e.selfDir, "where the catena and catenactl binaries to install are (default: catena-agent's own dir)")
 	fl.StringVar(&f.cfg.Primary, "primary-conf", "auto", "the primary's file name in the conf dir; auto: what the runtime would load, chosen once and then kept")
 	fl.StringVar(&f.cfg.ConfName, "conf-name", defaultConfName, "the generated conflist's name; it must sort before every other config file")
-	fl.StringVar(&f.resultsDir, "results-dir", defaultResultsDir, "the runtime's libcni cache dir, whose attachments of the primary's network are adopted (\"\": adopt nothing)")
+	fl.StringVar(&f.resultsDir, "results-dir", defaultResultsDir, "the runtime's libcni cache dir (absolute), whose attachments of the primary's network are adopted, on every pass and by a DEL that finds no record (\"\": adopt nothing)")
 	fl.DurationVar(&f.resync, "resync", defaultResync, "without --once: re-check everything this often, besides watching the conf dir")
 	fl.StringVar(&f.logLevel, "log-level", "info", "catena-agent's own log level on stderr: debug, info, warn, error")
 	c := &f.cfg.Catena
@@ -144,6 +148,10 @@ func (f *installFlags) installer(e env, cmdName string) (*nodeconf.Installer, er
 	if f.resync <= 0 {
 		return nil, &cli.UsageError{Err: fmt.Errorf("--resync %s: must be positive", f.resync)}
 	}
+	if f.resultsDir != "" && !filepath.IsAbs(f.resultsDir) {
+		return nil, &cli.UsageError{Err: fmt.Errorf("--results-dir %q: must be an absolute path", f.resultsDir)}
+	}
+	f.cfg.Catena.LibcniResultsDir = f.resultsDir
 	log, err := f.logger(e.stderr)
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"github.com/containernetworking/cni/pkg/version"
 	"github.com/spf13/afero"
 
+	"github.com/catena-cni/catena/adopt"
 	"github.com/catena-cni/catena/cache"
 	"github.com/catena-cni/catena/libchain"
 )
@@ -71,7 +72,8 @@ func run(a *skel.CmdArgs, verb func(*libchain.Engine, context.Context, libchain.
 }
 
 // newEngine wires an engine for conf: the on-disk store, the real
-// executor, conf's logger and the event journal.
+// executor, conf's logger, the event journal and, with libcniResultsDir,
+// the adoption of the primary's attachment by a DEL with no record.
 func newEngine(conf *libchain.NetConf) (*libchain.Engine, func(), error) {
 	log, closeLog, err := libchain.NewLogger(conf, os.Stderr)
 	if err != nil {
@@ -87,6 +89,12 @@ func newEngine(conf *libchain.NetConf) (*libchain.Engine, func(), error) {
 				log.Warn("event journal", "error", err)
 			}
 		},
+	}
+	if conf.LibcniResultsDir != "" {
+		if eng.Orphans, err = adopt.NewAtDel(conf.LibcniResultsDir, nil, log); err != nil {
+			_ = closeLog()
+			return nil, nil, err
+		}
 	}
 	return eng, func() { _ = closeLog() }, nil
 }
