@@ -17,7 +17,7 @@ export CATENA_CNI_PATH := $(CNI_BIN)
 export CATENA_BIN := $(BIN)
 export GOTOOLCHAIN := local
 
-.PHONY: all build build-demo image plugins demo-deps test demo bench fuzz clean leak-demo
+.PHONY: all build build-demo image plugins demo-deps flannel test demo bench fuzz clean leak-demo
 
 all: build
 
@@ -46,6 +46,11 @@ image: build
 # Kubernetes (15 to 45 minutes cold by the load on the machine: 43 min measured on a busy 2-core machine; seconds warm).
 plugins:
 	bash scripts/install-deps.sh
+
+# flannel's CNI plugin into bin/cni, from the pinned source beside the repo
+# (../shared/vendor-src, or CATENA_VENDOR_SRC); make plugins runs it too.
+flannel:
+	bash scripts/install-flannel.sh
 
 # Only what make demo runs: iptables, the reference plugins, cnitool.
 demo-deps:
