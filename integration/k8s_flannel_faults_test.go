@@ -97,27 +97,7 @@ func (r *k8sRun) flannelReconciler(t *testing.T) {
 	require.Equal(t, flannelHeld{IPs: 2, Veths: 2, Files: 2, Records: 2}, r.flannelHeld(t))
 
 	start := time.Now()
-	r.n.kubelet.stop(30 * time.Second)
-	images := []string{catenaImageArchive(t)}
-	if r.upgradeArchive != "" {
-		images = append(images, r.upgradeArchive)
-	}
-	r.n.wipeContainerd(t, images...)
-	r.n.restartKubelet(t)
-	var after []string
-	waitFor(t, "kubelet recreated the 2 flannel pods, with new IPs", 3*time.Minute, 250*time.Millisecond, func() error {
-		ips, err := runningIPs(r.c.pods(t, "default", "app=fweb"))
-		if err != nil {
-			return err
-		}
-		for _, ip := range ips {
-			if slices.Contains(before, ip) {
-				return fmt.Errorf("pod IP %s is the lost sandbox's", ip)
-			}
-		}
-		after = ips
-		return nil
-	}, r.n.kubelet)
+	after := r.wipeUnderPods(t, before, "fweb")
 	peak := r.flannelHeld(t)
 	r.waitAgentReady(t, r.tag)
 	waitFor(t, "flannel's IPs and files settle at one per pod", 4*time.Minute, time.Second, func() error {
