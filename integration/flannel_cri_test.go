@@ -31,11 +31,13 @@ func TestFlannelSeedFailureCRI(t *testing.T) {
 	w := newWorld(t)
 	fault := filepath.Join(t.TempDir(), "fault")
 	touch(t, fault)
-	t.Cleanup(func() { _ = os.Remove(fault) }) // before containerd's cleanup (LIFO)
 	bad := failer(fmt.Sprintf(`"failAdd":true,"failDel":true,"faultFile":%q`, fault))
 	cat := flannelIn(t, w, "flseedcat-"+w.id)
 	plain := flannelIn(t, w, "flseedplain-"+w.id)
 	d := startContainerd(t, containerd24(), string(w.catenaList(cat.net, "0.3.1", cat.plugin(), bad, flannelPortmap).Bytes))
+	// lift the fault before containerd's cleanup removes what is left
+	// (cleanups run last-in first-out)
+	t.Cleanup(func() { _ = os.Remove(fault) })
 
 	for _, tc := range []struct {
 		name string

@@ -55,9 +55,10 @@ type seedFigures struct {
 // DaemonSet, the reconciler after a wiped containerd, a forgotten
 // teardown healed with no runtime, the agent's metrics and the uninstall;
 // then the node switched to flannel's own plugin, Catena installed over it
-// again, and flannel's seed failure, a crash, the reconciler and a missing
-// subnet.env; in one bring-up. Each scenario prints a
-// K8S-SUMMARY line with its figures; the host is checked at the end.
+// again (its ConfigMap's reconcile interval and grace shortened), and
+// flannel's seed failure, a crash, the reconciler and a missing
+// subnet.env; in one bring-up. Each scenario prints a K8S-SUMMARY line
+// with its figures; the host is checked at the end.
 func TestKubernetesNode(t *testing.T) {
 	c, tm := startK8sCluster(t)
 	summary("bring-up", "API server ready %s, node Ready %s, default ServiceAccount %s",
