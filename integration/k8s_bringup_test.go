@@ -38,11 +38,11 @@ func startK8sCluster(t *testing.T) (*k8sCluster, k8sTimings) {
 	requireRoot(t)
 	start := time.Now()
 	var tm k8sTimings
-	w := newWorld(t)
+	w, fw := newWorld(t), newWorld(t)
 	dir, err := os.MkdirTemp("", "k8s")
 	require.NoError(t, err)
-	n := &k8sNode{name: "catena-" + w.id, dir: dir, cgroupRoot: "catena-" + w.id, w: w, net: "k8s-" + w.id}
-	guard := guardHost(t, n.cgroupRoot, n.net)
+	n := &k8sNode{name: "catena-" + w.id, dir: dir, cgroupRoot: "catena-" + w.id, w: w, net: "k8s-" + w.id, fw: fw}
+	guard := guardHost(t, n.cgroupRoot, n.net, flannelNetName(w.id))
 	t.Cleanup(func() { n.removeDir(t) })
 
 	cp := startStore(t, dir, n.name)
@@ -102,15 +102,21 @@ func (c *k8sCluster) waitNetworkWithout(t *testing.T, typ string) {
 
 func (c *k8sCluster) waitNetworkHas(t *testing.T, typ string, want bool) {
 	t.Helper()
-	n := c.node
-	n.ctd.eventually(fmt.Sprintf("the CRI plugin loads network %s, %s in it: %t", n.net, typ, want), func() error {
-		info := n.ctd.cniStatus()
-		if !strings.Contains(info, fmt.Sprintf("%q", n.net)) {
-			return fmt.Errorf("network %s not loaded", n.net)
+	c.waitNetworkOf(t, c.node.net, typ, want)
+}
+
+// waitNetworkOf waits until containerd has loaded network net, with a
+// plugin of type typ in it or not (want).
+func (c *k8sCluster) waitNetworkOf(t *testing.T, net, typ string, want bool) {
+	t.Helper()
+	c.node.ctd.eventually(fmt.Sprintf("the CRI plugin loads network %s, %s in it: %t", net, typ, want), func() error {
+		info := c.node.ctd.cniStatus()
+		if !strings.Contains(info, fmt.Sprintf("%q", net)) {
+			return fmt.Errorf("network %s not loaded", net)
 		}
 		has := strings.Contains(info, fmt.Sprintf(`\"type\":\"%s\"`, typ)) || strings.Contains(info, fmt.Sprintf(`"type":"%s"`, typ))
 		if has != want {
-			return fmt.Errorf("network %s loaded, %s in it: %t", n.net, typ, has)
+			return fmt.Errorf("network %s loaded, %s in it: %t", net, typ, has)
 		}
 		return nil
 	})

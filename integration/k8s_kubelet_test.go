@@ -16,7 +16,7 @@ import (
 )
 
 // k8sNode is the cluster's one node: containerd 2.4 with private dirs, a
-// private CNI bin dir (the reference plugins and failer), the conf dir
+// private CNI bin dir (the reference plugins, flannel and failer), the conf dir
 // containerd watches, and a kubelet registered as a node with its server
 // off.
 type k8sNode struct {
@@ -25,6 +25,7 @@ type k8sNode struct {
 	cgroupRoot string
 	w          *world // the primary's bridge, subnet and host-local dir
 	net        string // the primary's network name
+	fw         *world // flannel's bridge and subnet (k8s_flannel_test.go)
 	ctd        *containerd
 	cniBin     string
 	cniState   string // remaps /var/lib/cni; results/ is the host's libcni cache, bind-mounted
@@ -47,12 +48,14 @@ func (n *k8sNode) makeCNIDirs(t *testing.T) {
 	require.NoError(t, os.MkdirAll(n.cniBin, 0o755))
 	// copies, not symlinks: the agent's reconciler runs them in its
 	// container, where only this dir is mounted
-	for _, p := range []string{"bridge", "host-local", "portmap", "tuning", "loopback", "failer"} {
+	requireFlannel(t)
+	for _, p := range []string{"bridge", "host-local", "portmap", "tuning", "loopback", "failer", "flannel"} {
 		copyExecutable(t, filepath.Join(cniPath, p), filepath.Join(n.cniBin, p))
 	}
 	// host-local's dataDir where a node has it, in /var/lib/cni: the
 	// agent's reclaims release IPs there
 	n.w.ipamDir = filepath.Join(n.cniState, "networks")
+	n.fw.ipamDir = n.w.ipamDir
 	results := filepath.Join(n.cniState, "results")
 	require.NoError(t, os.MkdirAll(results, 0o700))
 	require.NoError(t, os.MkdirAll(libcniResults, 0o700))

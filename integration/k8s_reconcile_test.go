@@ -37,30 +37,7 @@ func (r *k8sRun) reconcilerUnderKubelet(t *testing.T) {
 	require.True(t, portmapRulesFor(run(t, "iptables-save"), lostHostPort), "portmap's DNAT rules of the hostPort pod")
 
 	start := time.Now()
-	r.n.kubelet.stop(30 * time.Second)
-	images := []string{catenaImageArchive(t)}
-	if r.upgradeArchive != "" {
-		images = append(images, r.upgradeArchive)
-	}
-	r.n.wipeContainerd(t, images...)
-	r.n.restartKubelet(t)
-	var after []string
-	waitFor(t, "kubelet recreated the 4 pods' sandboxes, with new IPs", 3*time.Minute, 250*time.Millisecond, func() error {
-		if sb := len(r.n.sandboxes(t, "web")) + len(r.n.sandboxes(t, "hostport")); sb != pods {
-			return fmt.Errorf("%d sandboxes", sb)
-		}
-		ips, err := runningIPs(append(r.c.pods(t, "default", "app=web"), r.c.pods(t, "default", "app=hostport")...))
-		if err != nil {
-			return err
-		}
-		for _, ip := range ips {
-			if slices.Contains(before, ip) {
-				return fmt.Errorf("pod IP %s is the lost sandbox's", ip)
-			}
-		}
-		after = ips
-		return nil
-	}, r.n.kubelet)
+	after := r.wipeUnderPods(t, before, "web", "hostport")
 	recreated := time.Since(start)
 	peak := len(r.n.state(t).IPs)
 	r.waitAgentReady(t, r.agentTag())
@@ -120,6 +97,46 @@ func (r *k8sRun) reconcilerUnderKubelet(t *testing.T) {
 		"iptables lines of the lost sandboxes %d after (hostPort pod's: %d before); marks seen at %s; agent %s; %d libcni entries of the lost sandboxes left by containerd",
 		pods, before, recreated.Round(time.Millisecond), after, peak, len(s.IPs), settled.Round(time.Second), reclaims,
 		rulesLeft, rulesBefore, marked.Round(time.Second), agent.describe(start), stale)
+}
+
+// wipeUnderPods stops kubelet, wipes containerd's state (the images are
+// imported again) and restarts kubelet, with the pods of apps running,
+// whose IPs are before. It waits until kubelet has recreated one sandbox
+// per pod, each Running with an IP that is not one of before, and returns
+// those IPs.
+func (r *k8sRun) wipeUnderPods(t *testing.T, before []string, apps ...string) []string {
+	t.Helper()
+	r.n.kubelet.stop(30 * time.Second)
+	images := []string{catenaImageArchive(t)}
+	if r.upgradeArchive != "" {
+		images = append(images, r.upgradeArchive)
+	}
+	r.n.wipeContainerd(t, images...)
+	r.n.restartKubelet(t)
+	var after []string
+	waitFor(t, fmt.Sprintf("kubelet recreated the %d pods' sandboxes, with new IPs", len(before)), 3*time.Minute, 250*time.Millisecond, func() error {
+		var pods []corev1.Pod
+		sandboxes := 0
+		for _, app := range apps {
+			sandboxes += len(r.n.sandboxes(t, app))
+			pods = append(pods, r.c.pods(t, "default", "app="+app)...)
+		}
+		if sandboxes != len(before) {
+			return fmt.Errorf("%d sandboxes", sandboxes)
+		}
+		ips, err := runningIPs(pods)
+		if err != nil {
+			return err
+		}
+		for _, ip := range ips {
+			if slices.Contains(before, ip) {
+				return fmt.Errorf("pod IP %s is the lost sandbox's", ip)
+			}
+		}
+		after = ips
+		return nil
+	}, r.n.kubelet)
+	return after
 }
 
 // hostPortDeployment is webDeployment with one replica whose container

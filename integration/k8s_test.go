@@ -38,6 +38,8 @@ type k8sRun struct {
 	reclaimAgent agentStatus
 	// forgottenHeld is how many records the forgotten teardowns held
 	forgottenHeld int
+	// fl is the flannel scenarios' (k8s_flannel_test.go)
+	fl *k8sFlannel
 }
 
 // seedFigures are one half of the seed failure: kubelet's retries and what
@@ -51,9 +53,12 @@ type seedFigures struct {
 // tag set, nothing else), pods through Catena under kubelet, the seed
 // failure under kubelet's retries, a kubelet restart, an upgrade of the
 // DaemonSet, the reconciler after a wiped containerd, a forgotten
-// teardown healed with no runtime, the agent's metrics and the uninstall,
-// in one bring-up. Each scenario prints a
-// K8S-SUMMARY line with its figures; the host is checked at the end.
+// teardown healed with no runtime, the agent's metrics and the uninstall;
+// then the node switched to flannel's own plugin, Catena installed over it
+// again (its ConfigMap's reconcile interval and grace shortened), and
+// flannel's seed failure, a crash, the reconciler and a missing
+// subnet.env; in one bring-up. Each scenario prints a K8S-SUMMARY line
+// with its figures; the host is checked at the end.
 func TestKubernetesNode(t *testing.T) {
 	c, tm := startK8sCluster(t)
 	summary("bring-up", "API server ready %s, node Ready %s, default ServiceAccount %s",
@@ -78,6 +83,12 @@ func TestKubernetesNode(t *testing.T) {
 		{"forgotten teardown", r.forgottenTeardown},
 		{"metrics", r.metrics},
 		{"uninstall", r.uninstall},
+		{"flannel plain", r.flannelPlain},
+		{"flannel install", r.flannelInstall},
+		{"flannel seed failure", r.flannelSeedFailure},
+		{"flannel crash", r.flannelCrash},
+		{"flannel reconciler", r.flannelReconciler},
+		{"flannel subnet.env", r.flannelSubnetEnvMissing},
 	} {
 		if !t.Run(s.name, s.fn) {
 			t.FailNow()

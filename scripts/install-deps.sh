@@ -7,6 +7,7 @@
 #
 #   bin/cni/   bridge host-local portmap tuning loopback firewall  (CNI_PATH)
 #   bin/       cnitool                          (scripts/install-demo-deps.sh)
+#   bin/cni/flannel, from ../shared/vendor-src  (scripts/install-flannel.sh)
 #   bin/containerd2/  containerd 2.4, and Debian's containerd 1.6 and runc
 #                                               (scripts/install-containerd.sh)
 #   buildah, for `make image`                   (scripts/install-buildah.sh)
@@ -18,6 +19,7 @@ set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 bash "${repo}/scripts/install-demo-deps.sh"
+bash "${repo}/scripts/install-flannel.sh"
 bash "${repo}/scripts/install-containerd.sh"
 bash "${repo}/scripts/install-buildah.sh"
 bash "${repo}/scripts/install-k8s.sh"
