@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,4 +74,75 @@ func TestWatchFollowsPrimary(t *testing.T) {
 	require.NoError(t, <-done)
 	done <- nil // for the cleanup
 	assert.FileExists(t, own, "the generated file stays after the watch ends")
+}
+
+// TestWatchFollowsNetworkDir, on a real dir with fsnotify and an hour-long
+// resync: the primary's network dir created with a plugin file, the file
+// edited, then removed, is each wrapped within 2 s, not at the next resync
+// (fsnotify watches no subdirectory by itself).
+func TestWatchFollowsNetworkDir(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "10-a.conflist"), []byte(bridgeCL), 0o644))
+	var logs syncBuffer
+	inst := &Installer{
+		Fs:  afero.NewOsFs(),
+		Cfg: Config{ConfDir: dir, ConfName: ownName, Catena: CatenaOptions{CacheDir: "/var/lib/cni/catena"}},
+		Log: slog.New(slog.NewTextHandler(&logs, nil)),
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- inst.Watch(ctx, time.Hour) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+	generated := func() string {
+		data, _ := os.ReadFile(filepath.Join(dir, ownName))
+		return string(data)
+	}
+	require.Eventually(t, func() bool { return inst.Status().Ready }, 2*time.Second, 20*time.Millisecond)
+
+	netDir := filepath.Join(dir, "podnet")
+	plugin := filepath.Join(netDir, "10-tuning.conf")
+	for _, step := range []struct {
+		name string
+		do   func() error
+		want func(string) bool
+	}{
+		{"dir and file created", func() error {
+			if err := os.Mkdir(netDir, 0o755); err != nil {
+				return err
+			}
+			return os.WriteFile(plugin, []byte(`{"type":"tuning","mtu":1400}`), 0o644)
+		}, func(g string) bool { return strings.Contains(g, `"mtu": 1400`) }},
+		{"file edited", func() error { return os.WriteFile(plugin, []byte(`{"type":"tuning","mtu":1300}`), 0o644) },
+			func(g string) bool { return strings.Contains(g, `"mtu": 1300`) }},
+		{"file removed", func() error { return os.Remove(plugin) },
+			func(g string) bool { return !strings.Contains(g, "tuning") }},
+	} {
+		// The pass that follows the event of the last write has run: only
+		// an event of the step's own can trigger the next.
+		time.Sleep(3 * debounce)
+		start := time.Now()
+		require.NoError(t, step.do(), step.name)
+		require.Eventually(t, func() bool { return step.want(generated()) }, 2*time.Second, 10*time.Millisecond, step.name)
+		t.Logf("%s: wrapped after %s", step.name, time.Since(start).Round(time.Millisecond))
+	}
+
+	// A half-written plugin file: not ready, the last good file stays;
+	// the completing write is an event too.
+	time.Sleep(3 * debounce)
+	good := generated()
+	f, err := os.Create(plugin)
+	require.NoError(t, err)
+	_, err = f.WriteString(`{"type":"tun`)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return !inst.Status().Ready }, 2*time.Second, 10*time.Millisecond)
+	assert.Contains(t, inst.Status().Reason, "podnet/10-tuning.conf: not valid JSON")
+	assert.Equal(t, good, generated())
+	time.Sleep(3 * debounce)
+	_, err = f.WriteString(`ing","mtu":1200}`)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	require.Eventually(t, func() bool { return inst.Status().Ready && strings.Contains(generated(), `"mtu": 1200`) }, 2*time.Second, 10*time.Millisecond)
 }
