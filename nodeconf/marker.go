@@ -39,3 +39,17 @@ func ReadMarker(data []byte) (Marker, bool) {
 	}
 	return *head.Marker, true
 }
+
+// WrapsNetworkDir reports whether the marker records exactly plugins (as
+// ReadNetworkDir returns them now): same files, same order, same bytes.
+func (m Marker) WrapsNetworkDir(plugins []DirPlugin) bool {
+	if len(m.NetworkDir) != len(plugins) {
+		return false
+	}
+	for n, p := range plugins {
+		if m.NetworkDir[n] != (MarkedFile{File: p.File, SHA256: p.SHA256}) {
+			return false
+		}
+	}
+	return true
+}
