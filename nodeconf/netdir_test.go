@@ -161,7 +161,16 @@ func TestSyncWrapsNetworkDir(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			inst, _ := newTestInstaller(t, tc.files)
+			var adopted []string
+			inst.Adopt = func(_ context.Context, p *Primary) error {
+				adopted = nil
+				for _, dp := range p.DirPlugins {
+					adopted = append(adopted, dp.File)
+				}
+				return nil
+			}
 			mustSync(t, inst)
+			assert.Equal(t, tc.wantFiles, adopted, "adoption is given the dir's plugins")
 			g := readGenerated(t, inst)
 			assert.True(t, g.list.LoadOnlyInlinedPlugins, "the runtime must not append the dir's plugins after catena")
 			assert.Len(t, g.list.Plugins, 1)
