@@ -4,11 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/containernetworking/cni/libcni"
@@ -89,20 +87,10 @@ func ReadNetworkDir(fsys afero.Fs, confDir, network string) ([]DirPlugin, error)
 	if dir == "" {
 		return nil, fmt.Errorf("network name %q: %w", network, utils.ValidateNetworkName(network))
 	}
-	entries, err := afero.ReadDir(fsys, dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
+	names, err := listFiles(fsys, dir, []string{".conf"})
 	if err != nil {
 		return nil, fmt.Errorf("reading the network dir %s: %w", dir, err)
 	}
-	var names []string
-	for _, e := range entries {
-		if !e.IsDir() && filepath.Ext(e.Name()) == ".conf" {
-			names = append(names, e.Name())
-		}
-	}
-	slices.Sort(names)
 	if len(names) > maxDirPlugins {
 		return nil, fmt.Errorf("the network dir %s holds %d plugin files, more than %d", dir, len(names), maxDirPlugins)
 	}

@@ -20,34 +20,52 @@ import (
 // syncBuffer is a log sink safe for the watch goroutine and the test.
 type syncBuffer = clitest.SyncBuffer
 
+// watching is an Installer watching a real conf dir holding bridgeCL as
+// 10-a.conflist, with an hour-long resync, once ready.
+type watching struct {
+	inst   *Installer
+	dir    string
+	logs   *syncBuffer
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func startWatching(t *testing.T) *watching {
+	t.Helper()
+	w := &watching{dir: t.TempDir(), logs: &syncBuffer{}, done: make(chan error, 1)}
+	require.NoError(t, os.WriteFile(filepath.Join(w.dir, "10-a.conflist"), []byte(bridgeCL), 0o644))
+	w.inst = &Installer{
+		Fs:  afero.NewOsFs(),
+		Cfg: Config{ConfDir: w.dir, ConfName: ownName, Catena: CatenaOptions{CacheDir: "/var/lib/cni/catena"}},
+		Log: slog.New(slog.NewTextHandler(w.logs, nil)),
+	}
+	var ctx context.Context
+	ctx, w.cancel = context.WithCancel(context.Background())
+	go func() { w.done <- w.inst.Watch(ctx, time.Hour) }()
+	t.Cleanup(func() {
+		w.cancel()
+		<-w.done
+	})
+	require.Eventually(t, func() bool { return w.inst.Status().Ready }, 2*time.Second, 20*time.Millisecond)
+	return w
+}
+
+// generated is the generated file's content, or "".
+func (w *watching) generated() string {
+	data, _ := os.ReadFile(filepath.Join(w.dir, ownName))
+	return string(data)
+}
+
 // TestWatchFollowsPrimary, on a real dir with fsnotify and an hour-long
 // resync: an edit of the primary is wrapped within 2 s; a half-written
 // primary leaves the last good file and the status not ready, with the
 // reason logged; the completed write is wrapped; the watch ends on cancel
 // leaving the file.
 func TestWatchFollowsPrimary(t *testing.T) {
-	dir := t.TempDir()
-	primary := filepath.Join(dir, "10-a.conflist")
-	require.NoError(t, os.WriteFile(primary, []byte(bridgeCL), 0o644))
-	var logs syncBuffer
-	inst := &Installer{
-		Fs:  afero.NewOsFs(),
-		Cfg: Config{ConfDir: dir, ConfName: ownName, Catena: CatenaOptions{CacheDir: "/var/lib/cni/catena"}},
-		Log: slog.New(slog.NewTextHandler(&logs, nil)),
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- inst.Watch(ctx, time.Hour) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	own := filepath.Join(dir, ownName)
-	generated := func() string {
-		data, _ := os.ReadFile(own)
-		return string(data)
-	}
-	require.Eventually(t, func() bool { return inst.Status().Ready }, 2*time.Second, 20*time.Millisecond)
+	w := startWatching(t)
+	inst, logs, generated := w.inst, w.logs, w.generated
+	primary := filepath.Join(w.dir, "10-a.conflist")
+	own := filepath.Join(w.dir, ownName)
 
 	edited := `{"cniVersion":"1.0.0","name":"podnet","plugins":[{"type":"bridge"},{"type":"tuning","sysctl":{"net.core.somaxconn":"512"}}]}`
 	start := time.Now()
@@ -70,9 +88,9 @@ func TestWatchFollowsPrimary(t *testing.T) {
 	require.NoError(t, f.Close())
 	require.Eventually(t, func() bool { return inst.Status().Ready && bytes.Contains([]byte(generated()), []byte("bandwidth")) }, 2*time.Second, 10*time.Millisecond)
 
-	cancel()
-	require.NoError(t, <-done)
-	done <- nil // for the cleanup
+	w.cancel()
+	require.NoError(t, <-w.done)
+	w.done <- nil // for the cleanup
 	assert.FileExists(t, own, "the generated file stays after the watch ends")
 }
 
@@ -81,28 +99,9 @@ func TestWatchFollowsPrimary(t *testing.T) {
 // edited, then removed, is each wrapped within 2 s, not at the next resync
 // (fsnotify watches no subdirectory by itself).
 func TestWatchFollowsNetworkDir(t *testing.T) {
-	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "10-a.conflist"), []byte(bridgeCL), 0o644))
-	var logs syncBuffer
-	inst := &Installer{
-		Fs:  afero.NewOsFs(),
-		Cfg: Config{ConfDir: dir, ConfName: ownName, Catena: CatenaOptions{CacheDir: "/var/lib/cni/catena"}},
-		Log: slog.New(slog.NewTextHandler(&logs, nil)),
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- inst.Watch(ctx, time.Hour) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
-	generated := func() string {
-		data, _ := os.ReadFile(filepath.Join(dir, ownName))
-		return string(data)
-	}
-	require.Eventually(t, func() bool { return inst.Status().Ready }, 2*time.Second, 20*time.Millisecond)
-
-	netDir := filepath.Join(dir, "podnet")
+	w := startWatching(t)
+	inst, generated := w.inst, w.generated
+	netDir := filepath.Join(w.dir, "podnet")
 	plugin := filepath.Join(netDir, "10-tuning.conf")
 	for _, step := range []struct {
 		name string
