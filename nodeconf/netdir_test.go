@@ -322,3 +322,20 @@ func TestSyncNetworkDirIgnored(t *testing.T) {
 	_, err := inst.Sync(context.Background())
 	assert.ErrorContains(t, err, `network dir mode "sometimes": must be load or ignore`)
 }
+
+// TestSyncRefusesNoPlugins: a conflist without a plugins list is valid for
+// libcni v1.3 only with plugins in its network dir ("no plugin configs
+// found" otherwise), and never for a runtime that reads no dir.
+func TestSyncRefusesNoPlugins(t *testing.T) {
+	for _, mode := range []NetworkDirMode{NetworkDirLoad, NetworkDirIgnore} {
+		files := map[string]string{"10-a.conflist": `{"cniVersion":"1.0.0","name":"podnet"}`}
+		if mode == NetworkDirIgnore {
+			files["podnet/10-bridge.conf"] = `{"type":"bridge"}`
+		}
+		inst, _ := newTestInstaller(t, files)
+		inst.Cfg.NetworkDir = mode
+		_, err := inst.Sync(context.Background())
+		assert.ErrorContains(t, err, "no plugin configs found", string(mode))
+		assert.Nil(t, generatedFile(t, inst), string(mode))
+	}
+}

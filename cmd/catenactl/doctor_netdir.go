@@ -77,7 +77,7 @@ func netDirVerdict(confPath, dir string, plugins []nodeconf.DirPlugin) check {
 		return ok(netDirCheckName, fmt.Sprintf("%s: %d plugin file(s), wrapped by catena-agent as %s; loadOnlyInlinedPlugins keeps the runtime from running them again",
 			dir, len(plugins), delegateRange(data, len(plugins))))
 	case len(marker.NetworkDir) == 0:
-		return ok(netDirCheckName, fmt.Sprintf("%s: %d plugin file(s), not wrapped: catena-agent found the primary %s does not have the runtime read them (loadOnlyInlinedPlugins, a .conf primary, or --network-dir-plugins=ignore)", dir, len(plugins), marker.Source))
+		return ok(netDirCheckName, fmt.Sprintf("%s: %d plugin file(s), not wrapped: %s", dir, len(plugins), whyNotWrapped(filepath.Dir(confPath), marker.Source)))
 	}
 	return problem(netDirCheckName,
 		fmt.Sprintf("%s: changed since catena-agent wrapped them (%d file(s) then, %d now): catena runs what it wrapped, the primary alone would run what is there now", dir, len(marker.NetworkDir), len(plugins)),
@@ -97,4 +97,26 @@ func delegateRange(data []byte, n int) string {
 		return fmt.Sprintf("delegate %d", first)
 	}
 	return fmt.Sprintf("delegates %d-%d", first, last)
+}
+
+// whyNotWrapped says why catena-agent wrapped none of the dir's plugins for
+// the primary source: the primary does not have the runtime read them, or
+// the agent was told the runtime reads no network dir.
+func whyNotWrapped(confDir, source string) string {
+	const either = "the primary %s does not have the runtime read them (loadOnlyInlinedPlugins, or a .conf primary), or catena-agent runs with --network-dir-plugins=ignore"
+	if source == "" || source != filepath.Base(source) {
+		return fmt.Sprintf(either, "(unnamed)")
+	}
+	data, err := readSmallFile(filepath.Join(confDir, source))
+	if err != nil || !strings.HasSuffix(source, ".conflist") {
+		return fmt.Sprintf(either, source)
+	}
+	list, err := libcni.NetworkConfFromBytes(data)
+	switch {
+	case err != nil:
+		return fmt.Sprintf(either, source)
+	case list.LoadOnlyInlinedPlugins:
+		return fmt.Sprintf("the primary %s sets loadOnlyInlinedPlugins: the runtime does not read them", source)
+	}
+	return fmt.Sprintf("catena-agent runs with --network-dir-plugins=ignore (right for containerd 2.0 and earlier, CRI-O 1.32 and earlier, which never read the dir; with a newer runtime the primary %s alone ran them, and they no longer run)", source)
 }

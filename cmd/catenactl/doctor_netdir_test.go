@@ -18,12 +18,15 @@ import (
 
 // wrapWithAgent replaces the fixture's config by what catena-agent
 // generates from a primary of one okplug plugin on testNet.
-func wrapWithAgent(t *testing.T, f *fixture) {
+func wrapWithAgent(t *testing.T, f *fixture) { wrapWithAgentMode(t, f, nodeconf.NetworkDirLoad) }
+
+func wrapWithAgentMode(t *testing.T, f *fixture, mode nodeconf.NetworkDirMode) {
 	t.Helper()
 	require.NoError(t, os.Remove(f.confPath))
 	f.writeConf("20-primary.conflist", fmt.Sprintf(`{"cniVersion":"1.1.0","name":%q,"plugins":[{"type":"okplug"}]}`, testNet))
 	inst := &nodeconf.Installer{Fs: afero.NewOsFs(), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Cfg: nodeconf.Config{ConfDir: f.netDir, ConfName: "00-catena.conflist", Catena: nodeconf.CatenaOptions{CacheDir: f.cacheDir}}}
+		Cfg: nodeconf.Config{ConfDir: f.netDir, ConfName: "00-catena.conflist", NetworkDir: mode,
+			Catena: nodeconf.CatenaOptions{CacheDir: f.cacheDir}}}
 	_, err := inst.Sync(context.Background())
 	require.NoError(t, err)
 	f.confPath = filepath.Join(f.netDir, "00-catena.conflist")
@@ -57,6 +60,10 @@ func TestDoctorNetworkDir(t *testing.T) {
 			},
 			wantStatus: statusProblem, wantText: "changed since catena-agent wrapped them",
 			wantItem: "podnet/20-new.conf (okplug)"},
+		{name: "agent told the runtime reads no dir", files: map[string]string{"10-tuning.conf": tuning},
+			setup:      func(t *testing.T, f *fixture) { wrapWithAgentMode(t, f, nodeconf.NetworkDirIgnore) },
+			wantStatus: statusOK, wantText: "not wrapped: catena-agent runs with --network-dir-plugins=ignore",
+			wantItem: "podnet/10-tuning.conf (okplug)"},
 		{name: "hand-written conflist: run after catena", files: map[string]string{"10-tuning.conf": tuning},
 			wantStatus: statusProblem, wantText: "runs these 1 plugin(s) after catena, outside its records",
 			wantItem: "podnet/10-tuning.conf (okplug)"},
