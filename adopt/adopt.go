@@ -45,6 +45,14 @@ type Options struct {
 	// list); only the entries of its network are adopted. Only Adopt reads
 	// it: an Adopter is given the conflist on each pass.
 	ConfList []byte
+	// NetworkDirPlugins are the plugin configs the runtime appends to
+	// ConfList's from the network dir (<conf dir>/<network>/*.conf, libcni
+	// v1.3), in order. libcni caches the file's list without them, but
+	// ran them, and the runtime's DEL through the primary would run them
+	// again: an entry whose cached list does not set
+	// loadOnlyInlinedPlugins gets them as its last steps. Only Adopt reads
+	// it, like ConfList.
+	NetworkDirPlugins [][]byte
 	// Logger gets one line per adopted attachment; default slog.Default().
 	Logger *slog.Logger
 	// FS is where the libcni cache is read; default the OS filesystem,
@@ -135,7 +143,7 @@ func Adopt(ctx context.Context, opts Options) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	return a.Adopt(ctx, opts.ConfList)
+	return a.AdoptWithDir(ctx, opts.ConfList, opts.NetworkDirPlugins)
 }
 
 // networkOf returns the network name of the primary's conflist.
@@ -159,6 +167,12 @@ func networkOf(confList []byte) (string, error) {
 // report it not ready), as the attachments not yet recorded would leak on
 // DEL.
 func (a *Adopter) Adopt(ctx context.Context, confList []byte) (Report, error) {
+	return a.AdoptWithDir(ctx, confList, nil)
+}
+
+// AdoptWithDir is Adopt of a primary whose network dir's plugins the
+// runtime runs after confList's (Options.NetworkDirPlugins).
+func (a *Adopter) AdoptWithDir(ctx context.Context, confList []byte, dirPlugins [][]byte) (Report, error) {
 	network, err := networkOf(confList)
 	if err != nil {
 		return Report{}, err
@@ -168,7 +182,7 @@ func (a *Adopter) Adopt(ctx context.Context, confList []byte) (Report, error) {
 	if network != a.network || a.settled == nil {
 		a.network, a.settled = network, map[string]fileID{}
 	}
-	p := &pass{Adopter: a}
+	p := &pass{Adopter: a, dirPlugins: dirPlugins}
 	cands, err := p.scan()
 	if err != nil {
 		return p.rep, fmt.Errorf("adopt network %q: %w", network, err)
@@ -184,7 +198,8 @@ func (a *Adopter) Adopt(ctx context.Context, confList []byte) (Report, error) {
 // pass carries one Adopt call.
 type pass struct {
 	*Adopter
-	rep Report
+	dirPlugins [][]byte
+	rep        Report
 }
 
 func (p *pass) settle(name string, id fileID) { p.settled[name] = id }
@@ -226,7 +241,7 @@ func (p *pass) adoptOne(ctx context.Context, c candidate) error {
 	e, err := parseEntry(c.name, data, c.info.ModTime(), p.network)
 	if err == nil {
 		var rec *cache.Record
-		if rec, err = buildRecord(e); err == nil {
+		if rec, err = buildRecord(e, p.dirPlugins); err == nil {
 			return p.record(ctx, c.name, path, id, rec)
 		}
 	}

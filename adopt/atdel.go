@@ -42,6 +42,9 @@ type AtDel struct {
 	dir string
 	fs  afero.Fs
 	log *slog.Logger
+	// DirPlugins are appended to an entry's cached list, as the
+	// Adopter's Options.NetworkDirPlugins are.
+	DirPlugins [][]byte
 }
 
 var _ libchain.OrphanFinder = (*AtDel)(nil)
@@ -111,7 +114,7 @@ func (d *AtDel) FindOrphan(key cache.Key) (*libchain.Orphan, error) {
 		// since, which the retried DEL's lstat sees.
 		return nil, fmt.Errorf("libcni cache entry %s: %w", path, err)
 	}
-	rec, err := recordOf(key, name, data, fi)
+	rec, err := recordOf(key, name, data, fi, d.DirPlugins)
 	if err != nil {
 		return nil, d.skip(key, path, err)
 	}
@@ -119,7 +122,7 @@ func (d *AtDel) FindOrphan(key cache.Key) (*libchain.Orphan, error) {
 }
 
 // recordOf checks the entry and builds its record, which must be key's.
-func recordOf(key cache.Key, name string, data []byte, fi os.FileInfo) (*cache.Record, error) {
+func recordOf(key cache.Key, name string, data []byte, fi os.FileInfo, dirPlugins [][]byte) (*cache.Record, error) {
 	e, err := parseEntry(name, data, fi.ModTime(), key.Network)
 	if err != nil {
 		return nil, err
@@ -127,7 +130,7 @@ func recordOf(key cache.Key, name string, data []byte, fi os.FileInfo) (*cache.R
 	if e.ContainerID != key.ContainerID || e.IfName != key.IfName {
 		return nil, fmt.Errorf("an entry of container %q, ifname %q", e.ContainerID, e.IfName)
 	}
-	rec, err := buildRecord(e)
+	rec, err := buildRecord(e, dirPlugins)
 	if err != nil {
 		return nil, err
 	}

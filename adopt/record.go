@@ -19,18 +19,29 @@ var errCatenaOwn = errors.New("made through catena, which keeps its own record")
 
 // buildRecord renders e as the record a Catena ADD would have left: every
 // delegate added, each with the config libcni sent it, the last one with
-// the final result. The cached conflist is used, not today's.
-func buildRecord(e *entry) (*cache.Record, error) {
+// the final result. The cached conflist is used, not today's, followed by
+// dirPlugins, the network dir's plugins libcni v1.3 ran after it unless it
+// sets loadOnlyInlinedPlugins (libcni caches the file's list without them).
+func buildRecord(e *entry, dirPlugins [][]byte) (*cache.Record, error) {
 	list, err := libcni.NetworkConfFromBytes(e.Config)
 	if err != nil {
 		return nil, fmt.Errorf("cached config: %w", err)
+	}
+	if !list.LoadOnlyInlinedPlugins {
+		for i, raw := range dirPlugins {
+			p, err := libcni.NetworkPluginConfFromBytes(raw)
+			if err != nil {
+				return nil, fmt.Errorf("network dir plugin %d: %w", i, err)
+			}
+			list.Plugins = append(list.Plugins, p)
+		}
 	}
 	key := cache.Key{Network: list.Name, ContainerID: e.ContainerID, IfName: e.IfName}
 	switch {
 	case list.Name != e.NetworkName:
 		return nil, fmt.Errorf("cached config is of network %q, not %q", list.Name, e.NetworkName)
 	case len(list.Plugins) == 0:
-		return nil, errors.New("cached config has no inline plugins")
+		return nil, errors.New("cached config has no inline plugins, and the network dir none")
 	}
 	if err := key.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid attachment: %w", err)

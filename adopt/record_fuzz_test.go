@@ -27,7 +27,7 @@ func FuzzBuildRecord(f *testing.F) {
 		if json.Unmarshal(data, e) != nil {
 			return
 		}
-		rec, err := buildRecord(e)
+		rec, err := buildRecord(e, nil)
 		if err != nil {
 			return
 		}

@@ -151,12 +151,7 @@ func (w *world) sandboxAddrs(ifname string) []string {
 // sandboxAddrsOf lists the IPv4 addresses of ifname inside the netns at path.
 func (w *world) sandboxAddrsOf(path, ifname string) []string {
 	w.t.Helper()
-	h, err := netns.GetFromPath(path)
-	require.NoError(w.t, err)
-	defer h.Close()
-	nl, err := netlink.NewHandleAt(h)
-	require.NoError(w.t, err)
-	defer nl.Close()
+	nl := w.netlinkAt(path)
 	link, err := nl.LinkByName(ifname)
 	if err != nil {
 		return nil
@@ -168,6 +163,18 @@ func (w *world) sandboxAddrsOf(path, ifname string) []string {
 		out = append(out, a.IPNet.String())
 	}
 	return out
+}
+
+// netlinkAt is a netlink handle in the netns at path, closed at cleanup.
+func (w *world) netlinkAt(path string) *netlink.Handle {
+	w.t.Helper()
+	h, err := netns.GetFromPath(path)
+	require.NoError(w.t, err)
+	defer h.Close()
+	nl, err := netlink.NewHandleAt(h)
+	require.NoError(w.t, err)
+	w.t.Cleanup(nl.Close)
+	return nl
 }
 
 // iptablesMentions counts iptables rules (all tables) naming the container.

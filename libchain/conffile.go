@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/containernetworking/cni/libcni"
 	"github.com/spf13/afero"
 )
 
@@ -26,7 +27,10 @@ func LoadConfFile(path string) (*NetConf, error) {
 	return conf, nil
 }
 
-// CatenaConf parses Catena's config out of a plugin config or a conflist.
+// CatenaConf parses Catena's config out of a plugin config or a conflist;
+// a conflist's catena entry inherits the list's name and the cniVersion
+// libcni picks for it (the highest it supports of cniVersion and
+// cniVersions).
 func CatenaConf(data []byte) (*NetConf, error) {
 	var head struct {
 		Name       string            `json:"name"`
@@ -43,6 +47,13 @@ func CatenaConf(data []byte) (*NetConf, error) {
 		}
 		return ParseConfig(data)
 	}
+	// The list's version as libcni v1.3 picks it: the highest it supports
+	// of cniVersion and cniVersions.
+	list, err := libcni.NetworkConfFromBytes(data)
+	if err != nil {
+		return nil, fmt.Errorf("not a network config list: %w", err)
+	}
+	head.CNIVersion = list.CNIVersion
 	for i, p := range head.Plugins {
 		var entry map[string]json.RawMessage
 		if err := json.Unmarshal(p, &entry); err != nil {

@@ -51,6 +51,14 @@ type NetConf struct {
 	// (libcniResultsDir, set by catena-agent): a DEL that finds no record
 	// adopts the primary's entry of the attachment there. "": none.
 	LibcniResultsDir string
+	// LibcniNetworkDirPlugins are the raw configs of the last delegates
+	// that came from the primary's network dir (<conf dir>/<network>/*.conf,
+	// which libcni v1.3 appends to a conflist's plugins), as many as
+	// libcniNetworkDirPlugins says (set by catena-agent). The runtime's
+	// libcni cache entry of a primary-made attachment holds the file's list
+	// only, so a DEL adopting it appends these, as the agent's adoption
+	// does.
+	LibcniNetworkDirPlugins [][]byte
 	// RuntimeConfig is what the runtime injected for Catena's capabilities.
 	RuntimeConfig map[string]json.RawMessage
 	// PrevResult is the raw prevResult Catena received, if any.
@@ -94,6 +102,7 @@ type rawConf struct {
 	LogFile          string                     `json:"logFile"`
 	LogLevel         string                     `json:"logLevel"`
 	LibcniResultsDir string                     `json:"libcniResultsDir"`
+	LibcniNetworkDir int                        `json:"libcniNetworkDirPlugins"`
 	RuntimeConfig    map[string]json.RawMessage `json:"runtimeConfig"`
 	PrevResult       json.RawMessage            `json:"prevResult"`
 	ValidAttachments json.RawMessage            `json:"cni.dev/valid-attachments"`
@@ -167,6 +176,12 @@ func ParseConfig(data []byte) (*NetConf, error) {
 			return nil, err
 		}
 		conf.Delegates = append(conf.Delegates, d)
+	}
+	if raw.LibcniNetworkDir < 0 || raw.LibcniNetworkDir > len(raw.Delegates) {
+		return nil, configError("libcniNetworkDirPlugins", fmt.Sprintf("%d: not between 0 and the %d delegates", raw.LibcniNetworkDir, len(raw.Delegates)))
+	}
+	for _, rd := range raw.Delegates[len(raw.Delegates)-raw.LibcniNetworkDir:] {
+		conf.LibcniNetworkDirPlugins = append(conf.LibcniNetworkDirPlugins, []byte(rd))
 	}
 	return conf, nil
 }

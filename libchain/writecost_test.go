@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
@@ -49,6 +50,9 @@ func addWriteCost(t *testing.T, n int) int64 {
 		ds[i] = fmt.Sprintf(`{"type":"tuning","sysctl":{"net.ipv4.conf.eth0.rp_filter":"1"},"mtu":1450,"bridge":"cni%d","isGateway":true,"ipMasq":true,"hairpinMode":true}`, i)
 	}
 	conf := chainConf(t, "1.1.0", ds...)
+	// Real fsyncs, 65 of them: the fakes' 200 ms bound is for timing
+	// tests, and a loaded machine's disk missed it.
+	conf.DelegateTimeout = 10 * time.Second
 	dir := t.TempDir()
 	store := cache.NewDiskStore(afero.NewOsFs(), dir, cache.NewFlockLocker(filepath.Join(dir, cache.LocksDir)))
 	eng := &Engine{Store: store, Exec: newFakeExec()}

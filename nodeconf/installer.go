@@ -31,6 +31,9 @@ type Config struct {
 	SourceDir string
 	// Catena are Catena's own options in the generated file.
 	Catena CatenaOptions
+	// NetworkDir says whether the runtime reads the primary's network dir
+	// (netdir.go); "" is load.
+	NetworkDir NetworkDirMode
 }
 
 // Validate checks the names before anything is read or written.
@@ -47,7 +50,7 @@ func (c Config) Validate() error {
 	case c.BinDir != "" && c.SourceDir == "":
 		return errors.New("a CNI bin dir needs a source dir of binaries")
 	}
-	return nil
+	return c.NetworkDir.Validate()
 }
 
 // Adopter gives a record to each attachment the primary made that Catena
@@ -65,6 +68,9 @@ type Status struct {
 	Reason string
 	// Primary is the primary's file name, once chosen.
 	Primary string
+	// NetworkDir is the primary's network dir the runtime reads, once the
+	// primary is loaded; "" if it reads none.
+	NetworkDir string
 	// Wrote: this Sync (re)wrote the generated file.
 	Wrote bool
 	// Copied names the binaries this Sync copied.
@@ -136,10 +142,11 @@ func (i *Installer) sync(ctx context.Context) (Status, error) {
 	if st.Primary, err = i.choose(files); err != nil {
 		return st, err
 	}
-	p, err := LoadPrimary(i.Fs, i.Cfg.ConfDir, st.Primary)
+	p, err := LoadPrimary(i.Fs, i.Cfg.ConfDir, st.Primary, i.Cfg.NetworkDir)
 	if err != nil {
 		return st, fmt.Errorf("%w; nothing written", err)
 	}
+	st.NetworkDir = p.NetworkDir
 	out, err := Wrap(p, i.Cfg.Catena)
 	if err != nil {
 		return st, fmt.Errorf("%w; nothing written", err)
@@ -157,7 +164,7 @@ func (i *Installer) sync(ctx context.Context) (Status, error) {
 		}
 	}
 	path := filepath.Join(i.Cfg.ConfDir, i.Cfg.ConfName)
-	perm, err := i.confMode(path, p.File)
+	perm, err := i.confMode(path, p)
 	if err != nil {
 		return st, err
 	}
@@ -174,7 +181,8 @@ func (i *Installer) sync(ctx context.Context) (Status, error) {
 		if st.Wrote, err = WriteFileAtomic(i.Fs, path, out, perm); err != nil {
 			return st, err
 		}
-		i.Log.Info("wrote the generated conflist", "file", path, "primary", p.File, "sha256", p.SHA256, "network", p.List.Name)
+		i.Log.Info("wrote the generated conflist", "file", path, "primary", p.File, "sha256", p.SHA256, "network", p.List.Name,
+			"networkDirPlugins", len(p.DirPlugins))
 	}
 	i.pinned = st.Primary
 	if files, err = i.inPlace(ctx, p, files); err != nil {

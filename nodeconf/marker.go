@@ -14,6 +14,16 @@ type Marker struct {
 	Source string `json:"source"`
 	// SHA256 is the hex digest of the primary's bytes that were wrapped.
 	SHA256 string `json:"sha256"`
+	// NetworkDir names the files of the primary's network dir whose
+	// plugins follow its own among the delegates, in order (netdir.go).
+	NetworkDir []MarkedFile `json:"networkDir,omitempty"`
+}
+
+// MarkedFile is a file that was wrapped, relative to the conf dir, and the
+// hex digest of its bytes.
+type MarkedFile struct {
+	File   string `json:"file"`
+	SHA256 string `json:"sha256"`
 }
 
 const markerBy = "catena-agent"
@@ -28,4 +38,18 @@ func ReadMarker(data []byte) (Marker, bool) {
 		return Marker{}, false
 	}
 	return *head.Marker, true
+}
+
+// WrapsNetworkDir reports whether the marker records exactly plugins (as
+// ReadNetworkDir returns them now): same files, same order, same bytes.
+func (m Marker) WrapsNetworkDir(plugins []DirPlugin) bool {
+	if len(m.NetworkDir) != len(plugins) {
+		return false
+	}
+	for n, p := range plugins {
+		if m.NetworkDir[n] != (MarkedFile{File: p.File, SHA256: p.SHA256}) {
+			return false
+		}
+	}
+	return true
 }

@@ -12,17 +12,21 @@ import (
 // read it.
 const confPerm = 0o644
 
-// confMode is the mode the generated file at path must have: the primary's
-// permission bits masked to at most confPerm (a 0600 primary holding a
-// token is never copied into a world-readable file), or, if the file in
-// place is narrower still (an operator's chmod 600), its own mode, so that
-// the narrower mode counts as the same content and survives a rewrite.
-func (i *Installer) confMode(path, primary string) (os.FileMode, error) {
-	pfi, err := i.Fs.Stat(filepath.Join(i.Cfg.ConfDir, primary))
+// confMode is the mode the generated file at path must have: the
+// permission bits of the primary and of its network dir's plugin files
+// masked to at most confPerm (a 0600 file holding a token is never copied
+// into a world-readable one), or, if the file in place is narrower still
+// (an operator's chmod 600), its own mode, so that the narrower mode
+// counts as the same content and survives a rewrite.
+func (i *Installer) confMode(path string, p *Primary) (os.FileMode, error) {
+	pfi, err := i.Fs.Stat(filepath.Join(i.Cfg.ConfDir, p.File))
 	if err != nil {
-		return 0, fmt.Errorf("primary %s: %w", primary, err)
+		return 0, fmt.Errorf("primary %s: %w", p.File, err)
 	}
 	want := pfi.Mode().Perm() & confPerm
+	for _, dp := range p.DirPlugins {
+		want &= dp.Mode
+	}
 	fi, err := i.Fs.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

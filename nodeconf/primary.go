@@ -36,18 +36,33 @@ type Primary struct {
 	// ConfList is the primary as a conflist: the file itself, or a single
 	// plugin .conf converted as libcni converts it.
 	ConfList []byte
-	// List is ConfList parsed by libcni.
+	// List is ConfList parsed by libcni: the file's own plugins only.
 	List *libcni.NetworkConfigList
-	// plugins are the conflist's plugin objects, verbatim.
+	// NetworkDir is the network's plugin dir the runtime reads for this
+	// primary (netdir.go), "" if it reads none.
+	NetworkDir string
+	// DirPlugins are the plugins read from NetworkDir, which the runtime
+	// runs after the file's own.
+	DirPlugins []DirPlugin
+	// plugins are the plugin objects the runtime runs, verbatim: the
+	// file's own, then DirPlugins'.
 	plugins []json.RawMessage
+	// versions are the list's cniVersion and cniVersions as written
+	// (absent: nil).
+	versions struct {
+		CNIVersion  json.RawMessage `json:"cniVersion"`
+		CNIVersions json.RawMessage `json:"cniVersions"`
+	}
 }
 
-// LoadPrimary reads and parses dir/name. It refuses a file that does not
-// parse as the runtimes parse it (a .conf or .json is one plugin, a
-// .conflist a list), has no plugins, or is already Catena's (it carries the
-// marker or embeds catena at any depth, nesting.go): wrapping it would nest
-// Catena in itself.
-func LoadPrimary(fsys afero.Fs, dir, name string) (*Primary, error) {
+// LoadPrimary reads and parses dir/name, and the plugins of its network
+// dir if the runtime reads it (mode; netdir.go). It refuses a file that
+// does not parse as the runtimes parse it (a .conf or .json is one plugin,
+// a .conflist a list), a network dir plugin libcni would refuse, a primary
+// with no plugins, or one that is already Catena's (it carries the marker
+// or embeds catena at any depth, nesting.go): wrapping it would nest Catena
+// in itself.
+func LoadPrimary(fsys afero.Fs, dir, name string, mode NetworkDirMode) (*Primary, error) {
 	if name != filepath.Base(name) || name == "." || name == ".." {
 		return nil, fmt.Errorf("primary %q: not a file name in the conf dir", name)
 	}
@@ -58,6 +73,20 @@ func LoadPrimary(fsys afero.Fs, dir, name string) (*Primary, error) {
 	p, err := ParsePrimary(name, data)
 	if err != nil {
 		return nil, fmt.Errorf("primary %s: %w", name, err)
+	}
+	// An invalid network name reads no dir: catena refuses it (Wrap),
+	// as libcni's ADD does.
+	if netDir := NetworkDir(dir, p.List.Name); netDir != "" && readsNetworkDir(name, p.List, mode) {
+		if p.DirPlugins, err = ReadNetworkDir(fsys, dir, p.List.Name); err != nil {
+			return nil, fmt.Errorf("primary %s: %w", name, err)
+		}
+		p.NetworkDir = netDir
+		for _, dp := range p.DirPlugins {
+			p.plugins = append(p.plugins, dp.Raw)
+		}
+	}
+	if len(p.plugins) == 0 {
+		return nil, fmt.Errorf("primary %s: no plugin configs found: none in its plugins list and none in its network dir", name)
 	}
 	return p, nil
 }
@@ -100,8 +129,13 @@ func ParsePrimary(name string, data []byte) (*Primary, error) {
 	var raw struct {
 		Plugins []json.RawMessage `json:"plugins"`
 	}
-	if err := json.Unmarshal(list, &raw); err != nil || len(raw.Plugins) == 0 || len(l.Plugins) != len(raw.Plugins) {
-		return nil, errors.New("invalid network config list: no plugins")
+	if err := json.Unmarshal(list, &raw); err != nil || len(l.Plugins) != len(raw.Plugins) {
+		return nil, errors.New("invalid network config list: unreadable plugins")
+	}
+	// No plugins list at all is valid for libcni v1.3: the plugins are all
+	// in the network dir (LoadPrimary). An empty list libcni refused above.
+	if err := json.Unmarshal(list, &p.versions); err != nil {
+		return nil, fmt.Errorf("invalid network config list: %w", err)
 	}
 	for i, pl := range raw.Plugins {
 		where := "plugins[" + strconv.Itoa(i) + "]"

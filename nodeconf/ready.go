@@ -25,7 +25,7 @@ func (i *Installer) Current() error {
 	if err := i.StaleMount(); err != nil {
 		return err
 	}
-	p, err := LoadPrimary(i.Fs, i.Cfg.ConfDir, st.Primary)
+	p, err := LoadPrimary(i.Fs, i.Cfg.ConfDir, st.Primary, i.Cfg.NetworkDir)
 	if err != nil {
 		return fmt.Errorf("%w (since the last pass)", err)
 	}
@@ -34,7 +34,7 @@ func (i *Installer) Current() error {
 		return fmt.Errorf("%w (since the last pass)", err)
 	}
 	path := filepath.Join(i.Cfg.ConfDir, i.Cfg.ConfName)
-	perm, err := i.confMode(path, p.File)
+	perm, err := i.confMode(path, p)
 	if err != nil {
 		return err
 	}

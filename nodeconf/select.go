@@ -18,16 +18,27 @@ var confExts = []string{".conf", ".conflist", ".json"}
 // ConfFiles returns the base names of dir's network config files in the
 // order a runtime tries them: lexical. A missing dir has none.
 func ConfFiles(fsys afero.Fs, dir string) ([]string, error) {
+	names, err := listFiles(fsys, dir, confExts)
+	if err != nil {
+		return nil, fmt.Errorf("listing conf dir %s: %w", dir, err)
+	}
+	return names, nil
+}
+
+// listFiles returns the base names of dir's entries that are not dirs and
+// end in one of exts, in lexical order, as libcni's ConfFiles lists them
+// (then sorted). A missing dir has none.
+func listFiles(fsys afero.Fs, dir string, exts []string) ([]string, error) {
 	entries, err := afero.ReadDir(fsys, dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("listing conf dir %s: %w", dir, err)
+		return nil, err
 	}
 	var names []string
 	for _, e := range entries {
-		if !e.IsDir() && slices.Contains(confExts, filepath.Ext(e.Name())) {
+		if !e.IsDir() && slices.Contains(exts, filepath.Ext(e.Name())) {
 			names = append(names, e.Name())
 		}
 	}

@@ -16,7 +16,8 @@ import (
 const debounce = 250 * time.Millisecond
 
 // Watch keeps the installation current until ctx is done: a Sync now, one
-// shortly after any change in the conf dir (fsnotify), and one every resync
+// shortly after any change in the conf dir or the primary's network dir
+// (fsnotify, watch_netdir.go), and one every resync
 // in any case (a missed event, a dir created later, a binary removed). A
 // failed Sync is logged (once per distinct reason) and leaves every file in
 // place. The watch follows a conf dir renamed away and re-created (it also
@@ -40,11 +41,12 @@ func (i *Installer) Watch(ctx context.Context, resync time.Duration) error {
 	dir := filepath.Clean(i.Cfg.ConfDir)
 	arm := dirWatch{w: w, dir: dir, log: i.Log}
 	arm.parent()
+	netDir := netDirWatch{w: w, log: i.Log}
 	tick := time.NewTicker(resync)
 	defer tick.Stop()
-	var pending <-chan time.Time
 	lastReason := ""
 	c := contest{max: resync, log: i.Log}
+	var pending <-chan time.Time
 	pass := func(sweep bool) error {
 		arm.rearm(lastReason == "")
 		if err := i.StaleMount(); err != nil {
@@ -57,6 +59,17 @@ func (i *Installer) Watch(ctx context.Context, resync time.Duration) error {
 			}
 		}
 		st, err := i.Sync(ctx)
+		// A failed pass keeps (or starts) watching the dir the last good
+		// one read: its next write may complete a plugin file. A dir
+		// watched only now may have changed between the pass's read and
+		// the watch: one more pass reads it again.
+		follow := netDir.path
+		if err == nil {
+			follow = st.NetworkDir
+		}
+		if netDir.follow(follow) && pending == nil {
+			pending = time.After(debounce)
+		}
 		if err != nil && st.Reason != lastReason {
 			i.Log.Warn("not ready", "reason", st.Reason)
 		} else if err == nil && lastReason != "" {
@@ -79,7 +92,7 @@ func (i *Installer) Watch(ctx context.Context, resync time.Duration) error {
 			}
 			name := filepath.Clean(ev.Name)
 			// The interlock's file: its holder may just have released it.
-			if name == dir || (filepath.Dir(name) == dir && (relevant(name) || filepath.Base(name) == LockName && !i.Interlock.Held())) {
+			if name == dir || (filepath.Dir(name) == dir && (relevant(name) || filepath.Base(name) == LockName && !i.Interlock.Held())) || netDir.relevant(name) {
 				if pending == nil {
 					pending = time.After(c.wait(debounce))
 				}

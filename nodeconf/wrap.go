@@ -38,33 +38,60 @@ type catenaPlugin struct {
 	Delegates       []json.RawMessage `json:"delegates"`
 	// LibcniResultsDir: see CatenaOptions.
 	LibcniResultsDir string `json:"libcniResultsDir,omitempty"`
+	// LibcniNetworkDirPlugins counts the last delegates that came from the
+	// primary's network dir, for a DEL that adopts (libchain.NetConf).
+	LibcniNetworkDirPlugins int `json:"libcniNetworkDirPlugins,omitempty"`
 }
 
 // generated is the generated conflist. Field order is fixed, so the same
 // primary and options always give the same bytes.
 type generated struct {
-	CNIVersion   string         `json:"cniVersion,omitempty"`
-	Name         string         `json:"name"`
-	DisableCheck bool           `json:"disableCheck,omitempty"`
-	DisableGC    bool           `json:"disableGC,omitempty"`
-	Marker       Marker         `json:"catena.dev/generated"`
-	Plugins      []catenaPlugin `json:"plugins"`
+	CNIVersion   json.RawMessage `json:"cniVersion,omitempty"`
+	CNIVersions  json.RawMessage `json:"cniVersions,omitempty"`
+	Name         string          `json:"name"`
+	DisableCheck bool            `json:"disableCheck,omitempty"`
+	DisableGC    bool            `json:"disableGC,omitempty"`
+	// LoadOnlyInlinedPlugins is always true: the file has the primary's
+	// network name, and a runtime with libcni v1.3 would otherwise append
+	// the network dir's plugins after catena, which runs them already.
+	LoadOnlyInlinedPlugins bool           `json:"loadOnlyInlinedPlugins"`
+	Marker                 Marker         `json:"catena.dev/generated"`
+	Plugins                []catenaPlugin `json:"plugins"`
 }
 
-// Wrap returns the conflist that runs p's plugins through Catena: p's name,
-// cniVersion, disableCheck and disableGC; one catena plugin whose delegates
-// are p's plugins verbatim and whose capabilities are the union of theirs;
-// and the marker naming p's file and hash. The result is validated as the
-// catena plugin will parse it, so an invalid delegate is refused here,
-// before anything is written.
+// Wrap returns the conflist that runs through Catena what the runtime runs
+// for p: p's name, its cniVersion and cniVersions as written (each runtime
+// then picks the version it picked for p), disableCheck and disableGC, and
+// loadOnlyInlinedPlugins; one catena plugin whose delegates are p's plugins
+// (its own, then its network dir's) verbatim but for the name and
+// cniVersion that libcni overrides in every plugin, and whose capabilities
+// are the union of theirs; and the marker naming p's file and hash and the
+// network dir's files and hashes. The result is validated as the catena
+// plugin will parse it, so an invalid delegate is refused here, before
+// anything is written.
 func Wrap(p *Primary, opts CatenaOptions) ([]byte, error) {
+	if len(p.plugins) == 0 {
+		return nil, fmt.Errorf("wrapping %s: no plugins", p.File)
+	}
 	caps := map[string]bool{}
-	for _, pl := range p.List.Plugins {
-		for k, v := range pl.Network.Capabilities {
+	delegates := make([]json.RawMessage, len(p.plugins))
+	for n, raw := range p.plugins {
+		var pl struct {
+			Capabilities map[string]bool `json:"capabilities"`
+		}
+		if err := json.Unmarshal(raw, &pl); err != nil {
+			return nil, fmt.Errorf("wrapping %s: plugin %d: %w", p.File, n, err)
+		}
+		for k, v := range pl.Capabilities {
 			if v {
 				caps[k] = true
 			}
 		}
+		d, err := inheriting(raw)
+		if err != nil {
+			return nil, fmt.Errorf("wrapping %s: plugin %d: %w", p.File, n, err)
+		}
+		delegates[n] = d
 	}
 	plugin := catenaPlugin{
 		Type:            "catena",
@@ -75,20 +102,29 @@ func Wrap(p *Primary, opts CatenaOptions) ([]byte, error) {
 		GCGracePeriod:   duration(opts.GCGracePeriod),
 		LogFile:         opts.LogFile,
 		LogLevel:        opts.LogLevel,
-		Delegates:       p.plugins,
+		Delegates:       delegates,
 		// See CatenaOptions.
 		LibcniResultsDir: opts.LibcniResultsDir,
+	}
+	if opts.LibcniResultsDir != "" {
+		plugin.LibcniNetworkDirPlugins = len(p.DirPlugins)
 	}
 	if len(caps) > 0 {
 		plugin.Capabilities = caps
 	}
+	marker := Marker{By: markerBy, Source: p.File, SHA256: p.SHA256}
+	for _, dp := range p.DirPlugins {
+		marker.NetworkDir = append(marker.NetworkDir, MarkedFile{File: dp.File, SHA256: dp.SHA256})
+	}
 	out, err := json.MarshalIndent(generated{
-		CNIVersion:   p.List.CNIVersion,
-		Name:         p.List.Name,
-		DisableCheck: p.List.DisableCheck,
-		DisableGC:    p.List.DisableGC,
-		Marker:       Marker{By: markerBy, Source: p.File, SHA256: p.SHA256},
-		Plugins:      []catenaPlugin{plugin},
+		CNIVersion:             p.versions.CNIVersion,
+		CNIVersions:            p.versions.CNIVersions,
+		Name:                   p.List.Name,
+		DisableCheck:           p.List.DisableCheck,
+		DisableGC:              p.List.DisableGC,
+		LoadOnlyInlinedPlugins: true,
+		Marker:                 marker,
+		Plugins:                []catenaPlugin{plugin},
 	}, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("wrapping %s: %w", p.File, err)
@@ -106,4 +142,24 @@ func duration(d time.Duration) string {
 		return ""
 	}
 	return d.String()
+}
+
+// inheriting returns a plugin config without the name and cniVersion that
+// libcni overrides in every plugin with the list's (buildOneConfig): as a
+// delegate, it then inherits catena's, which the runtime sets to the
+// list's, where catena would honour a delegate's own cniVersion. A config
+// without either is returned as is.
+func inheriting(raw json.RawMessage) (json.RawMessage, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return nil, err
+	}
+	_, hasName := fields["name"]
+	_, hasVersion := fields["cniVersion"]
+	if !hasName && !hasVersion {
+		return raw, nil
+	}
+	delete(fields, "name")
+	delete(fields, "cniVersion")
+	return json.Marshal(fields)
 }

@@ -21,7 +21,11 @@ func adopter(resultsDir, cacheDir string, log *slog.Logger, onReport func(adopt.
 				return err
 			}
 		}
-		rep, err := a.Adopt(ctx, p.ConfList)
+		dir := make([][]byte, len(p.DirPlugins))
+		for n, dp := range p.DirPlugins {
+			dir[n] = dp.Raw
+		}
+		rep, err := a.AdoptWithDir(ctx, p.ConfList, dir)
 		if err != nil {
 			return err
 		}

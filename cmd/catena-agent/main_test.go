@@ -106,6 +106,7 @@ func TestInstallOnceBadInput(t *testing.T) {
 		{name: "relative cache dir", files: map[string]string{"10-a.conflist": primaryCL}, args: []string{"--cache-dir", "rel"}, wantErr: "cacheDir", code: 1},
 		{name: "relative results dir", files: map[string]string{"10-a.conflist": primaryCL}, args: []string{"--results-dir", "var/lib/cni/results"}, wantErr: "--results-dir \"var/lib/cni/results\": must be an absolute path", code: 2},
 		{name: "conf name not a list", files: map[string]string{"10-a.conflist": primaryCL}, args: []string{"--conf-name", "00-catena.conf"}, wantErr: "must end in .conflist", code: 2},
+		{name: "network dir mode", files: map[string]string{"10-a.conflist": primaryCL}, args: []string{"--network-dir-plugins", "sometimes"}, wantErr: `network dir mode "sometimes": must be load or ignore`, code: 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := newNode(t, tc.files)

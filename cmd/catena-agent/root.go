@@ -107,6 +107,7 @@ type installFlags struct {
 	resultsDir string
 	resync     time.Duration
 	logLevel   string
+	networkDir string
 	// onAdopt, if set, receives each adoption's report (run's metrics).
 	onAdopt func(adopt.Report)
 }
@@ -119,6 +120,7 @@ func (f *installFlags) register(cmd *cobra.Command, e env) {
 	fl.StringVar(&f.cfg.Primary, "primary-conf", "auto", "the primary's file name in the conf dir; auto: what the runtime would load, chosen once and then kept")
 	fl.StringVar(&f.cfg.ConfName, "conf-name", defaultConfName, "the generated conflist's name; it must sort before every other config file")
 	fl.StringVar(&f.resultsDir, "results-dir", defaultResultsDir, "the runtime's libcni cache dir (absolute), whose attachments of the primary's network are adopted, on every pass and by a DEL that finds no record (\"\": adopt nothing)")
+	fl.StringVar(&f.networkDir, "network-dir-plugins", string(nodeconf.NetworkDirLoad), "whether the runtime runs the plugins of the primary's network dir, <conf dir>/<network name>/*.conf, after a .conflist's own (then Catena wraps them too): load (libcni v1.3: containerd 2.1 and later, CRI-O 1.33 and later) or ignore (older runtimes)")
 	fl.DurationVar(&f.resync, "resync", defaultResync, "without --once: re-check everything this often, besides watching the conf dir")
 	fl.StringVar(&f.logLevel, "log-level", "info", "catena-agent's own log level on stderr: debug, info, warn, error")
 	c := &f.cfg.Catena
@@ -142,6 +144,7 @@ func (f *installFlags) logger(w io.Writer) (*slog.Logger, error) {
 
 // installer builds the Installer the flags describe.
 func (f *installFlags) installer(e env, cmdName string) (*nodeconf.Installer, error) {
+	f.cfg.NetworkDir = nodeconf.NetworkDirMode(f.networkDir)
 	if err := f.cfg.Validate(); err != nil {
 		return nil, &cli.UsageError{Err: err}
 	}

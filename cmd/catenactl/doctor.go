@@ -55,6 +55,13 @@ with a hint:
                  config's cniVersion among its supported versions;
   delegate N     likewise for each delegate's binary and the cniVersion
                  catena calls it with;
+  network dir    only if <conf dir>/<network>/ exists: its *.conf plugin
+                 files, which libcni v1.3 (containerd 2.1+, CRI-O 1.33+) runs
+                 after a conflist's own plugins unless the conflist sets
+                 loadOnlyInlinedPlugins: wrapped by catena-agent and
+                 unchanged, not read, or a problem (run after catena,
+                 outside its records; changed since wrapped; a file libcni
+                 refuses);
   cache dir      root-owned (the owner catena runs as), dirs 0700, files
                  0600, no symlinks, writable;
   records        no record stuck in teardown (a failed rollback or DEL, or an
@@ -109,6 +116,9 @@ func (a *app) diagnose(ctx context.Context) []check {
 		for _, d := range conf.Delegates {
 			field := fmt.Sprintf("delegates[%d].cniVersion", d.Index)
 			checks = append(checks, pluginCheck(ctx, d.String(), d.Type, d.CNIVersion, cniPath, field))
+		}
+		if c, found := networkDirCheck(path, conf.Name); found {
+			checks = append(checks, c)
 		}
 		lockTimeout, cacheDir = conf.LockTimeout, conf.CacheDir
 	}

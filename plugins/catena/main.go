@@ -91,10 +91,13 @@ func newEngine(conf *libchain.NetConf) (*libchain.Engine, func(), error) {
 		},
 	}
 	if conf.LibcniResultsDir != "" {
-		if eng.Orphans, err = adopt.NewAtDel(conf.LibcniResultsDir, nil, log); err != nil {
+		atDel, err := adopt.NewAtDel(conf.LibcniResultsDir, nil, log)
+		if err != nil {
 			_ = closeLog()
 			return nil, nil, err
 		}
+		atDel.DirPlugins = conf.LibcniNetworkDirPlugins
+		eng.Orphans = atDel
 	}
 	return eng, func() { _ = closeLog() }, nil
 }
