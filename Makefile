@@ -64,8 +64,8 @@ K8S_TEST := '^TestKubernetesNode$$'
 test: plugins build image
 	@echo "make test: go vet ./... (about a minute)"
 	$(GO) vet ./...
-	@echo "make test: every test but TestKubernetesNode: unit, plugin, integration, CRI (about 10 minutes on 2 cores)"
-	$(GO) test -count=1 -timeout 20m -skip $(K8S_TEST) ./...
+	@echo "make test: every test but TestKubernetesNode: unit, plugin, integration, CRI (about 15 minutes on 2 quiet cores, 20 and more under load)"
+	$(GO) test -count=1 -timeout 40m -skip $(K8S_TEST) ./...
 	@echo "make test: TestKubernetesNode, a real single-node cluster, flannel's scenarios last (about 20 minutes; its log in bin/k8s-test.log)"
 	@rc=0; $(GO) test -count=1 -timeout 40m -v -run $(K8S_TEST) ./integration >$(BIN)/k8s-test.log 2>&1 || rc=$$?; \
 	grep -E '^(K8S-SUMMARY|--- |ok|FAIL)' $(BIN)/k8s-test.log || true; \

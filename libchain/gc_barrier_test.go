@@ -81,6 +81,10 @@ func barrierEngine(t *testing.T, store cache.Store, cid string) (*Engine, *order
 	eng := &Engine{Store: store, Exec: exec, Now: c.now}
 	conf := chainConf(t, "1.1.0", dIPAM, dPort)
 	conf.LockTimeout = 5 * time.Second
+	// The store may be the real disk: its fsyncs missed the fakes' 200 ms
+	// bound on a loaded machine (CI of 2026-11-25), and nothing here
+	// times a delegate out.
+	conf.DelegateTimeout = 10 * time.Second
 	_, err := eng.Add(context.Background(), req(conf, cid))
 	require.NoError(t, err)
 	c.advance(time.Hour)
