@@ -88,7 +88,7 @@ func (d *AtDel) FindOrphan(key cache.Key) (*libchain.Orphan, error) {
 		return nil, err
 	}
 	path := filepath.Join(d.dir, name)
-	fi, err := lstat(d.fs, path)
+	fi, err := cache.Lstat(d.fs, path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, nil // also a missing results dir
@@ -143,7 +143,7 @@ func recordOf(key cache.Key, name string, data []byte, fi os.FileInfo, dirPlugin
 // settle removes the entry once its attachment is torn down, if it is
 // still the version read, durably.
 func (d *AtDel) settle(path string, read fileID) error {
-	fi, err := lstat(d.fs, path)
+	fi, err := cache.Lstat(d.fs, path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
@@ -178,13 +178,4 @@ func (d *AtDel) refuse(key cache.Key, path string, why error) error {
 	d.log.Error("DEL found no record; the libcni cache entry of the attachment is refused: another user could have written it",
 		"attachment", key.String(), "file", path, "reason", why.Error())
 	return nil
-}
-
-// lstat stats path without following a final symlink where fsys can.
-func lstat(fsys afero.Fs, path string) (os.FileInfo, error) {
-	if l, ok := fsys.(afero.Lstater); ok {
-		fi, _, err := l.LstatIfPossible(path)
-		return fi, err
-	}
-	return fsys.Stat(path)
 }

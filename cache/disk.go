@@ -80,7 +80,7 @@ func (s *DiskStore) recordPath(key Key) string {
 // write it.
 func (s *DiskStore) checkNetworkDir(key Key) (exists bool, err error) {
 	dir := s.networkDir(key.Network)
-	fi, err := lstat(s.fs, dir)
+	fi, err := Lstat(s.fs, dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
@@ -117,7 +117,7 @@ func (s *DiskStore) Load(key Key) (*Record, error) {
 		return nil, fmt.Errorf("load record %s: %w", key, ErrNotFound)
 	}
 	path := s.recordPath(key)
-	fi, err := lstat(s.fs, path)
+	fi, err := Lstat(s.fs, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("load record %s: %w", key, ErrNotFound)
 	}

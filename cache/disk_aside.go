@@ -33,7 +33,7 @@ func (s *DiskStore) Quarantine(key Key) (string, error) {
 	} else if err != nil {
 		return "", fmt.Errorf("quarantine record %s: %w", key, err)
 	}
-	fi, err := lstat(s.fs, src)
+	fi, err := Lstat(s.fs, src)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return "", nil
@@ -58,7 +58,7 @@ func (s *DiskStore) Quarantine(key Key) (string, error) {
 }
 
 func (s *DiskStore) ensureQuarantineDir(qdir string) error {
-	fi, err := lstat(s.fs, qdir)
+	fi, err := Lstat(s.fs, qdir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return mkdirAllDurable(s.fs, qdir, dirPerm)
 	}
@@ -73,7 +73,7 @@ func freeName(fsys afero.Fs, dir, name, ext string) (string, error) {
 	now := time.Now().UnixNano()
 	for i := int64(0); i < 1000; i++ {
 		p := filepath.Join(dir, name+"."+strconv.FormatInt(now+i, 10)+ext)
-		if _, err := lstat(fsys, p); errors.Is(err, fs.ErrNotExist) {
+		if _, err := Lstat(fsys, p); errors.Is(err, fs.ErrNotExist) {
 			return p, nil
 		} else if err != nil {
 			return "", err
@@ -91,7 +91,7 @@ func freeName(fsys afero.Fs, dir, name, ext string) (string, error) {
 // another user owns or could write fails the listing (*UntrustedError).
 func (s *DiskStore) List() ([]Key, error) {
 	root := filepath.Join(s.dir, recordsDir)
-	fi, err := lstat(s.fs, root)
+	fi, err := Lstat(s.fs, root)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -169,7 +169,7 @@ func (s *DiskStore) keyOfName(dir, base string) (Key, bool) {
 // keyInFile returns the key of the newest entry of the record journal (or
 // record temp file) at path, with Load's checks.
 func (s *DiskStore) keyInFile(path string) (Key, error) {
-	fi, err := lstat(s.fs, path)
+	fi, err := Lstat(s.fs, path)
 	if err != nil {
 		return Key{}, err
 	}

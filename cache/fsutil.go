@@ -10,9 +10,9 @@ import (
 	"github.com/spf13/afero"
 )
 
-// lstat stats name without following a final symlink where the filesystem
+// Lstat stats name without following a final symlink where the filesystem
 // can (afero.Lstater); filesystems without symlinks fall back to Stat.
-func lstat(fsys afero.Fs, name string) (os.FileInfo, error) {
+func Lstat(fsys afero.Fs, name string) (os.FileInfo, error) {
 	if l, ok := fsys.(afero.Lstater); ok {
 		fi, _, err := l.LstatIfPossible(name)
 		return fi, err

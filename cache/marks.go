@@ -92,7 +92,7 @@ func (m *DiskMarks) PutMark(mk Mark) error {
 // reconcile/<network>: a mark is never written through a link.
 func (m *DiskMarks) checkDirs(netDir string) error {
 	for _, d := range []string{m.dir, netDir} {
-		fi, err := lstat(m.fs, d)
+		fi, err := Lstat(m.fs, d)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
@@ -115,7 +115,7 @@ func (m *DiskMarks) ClearMark(key Key) error {
 	if err := m.checkDirs(filepath.Dir(path)); err != nil {
 		return fmt.Errorf("clear mark of %s: %w", key, err)
 	}
-	if _, err := lstat(m.fs, path); errors.Is(err, fs.ErrNotExist) {
+	if _, err := Lstat(m.fs, path); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err := removeTemp(m.fs, path); err != nil {
@@ -130,7 +130,7 @@ func (m *DiskMarks) ClearMark(key Key) error {
 // Marks implements MarkStore.
 func (m *DiskMarks) Marks() (map[Key]Mark, error) {
 	out := map[Key]Mark{}
-	fi, err := lstat(m.fs, m.dir)
+	fi, err := Lstat(m.fs, m.dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return out, nil
 	}

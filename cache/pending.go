@@ -136,7 +136,7 @@ func (s *DiskStore) readNote(path string) (note PendingNote, bad error, ok bool)
 // symlink; ok is false if it is not a regular file (or vanished), and err
 // says why a file that is there could not be read.
 func (s *DiskStore) readHint(path string) (data []byte, ok bool, err error) {
-	fi, err := lstat(s.fs, path)
+	fi, err := Lstat(s.fs, path)
 	if err != nil || !fi.Mode().IsRegular() {
 		return nil, false, nil
 	}

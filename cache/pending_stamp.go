@@ -54,7 +54,7 @@ func (s *DiskStore) RetryDue(network string, now time.Time) (bool, error) {
 		return false, fmt.Errorf("retry due: invalid network name %q", network)
 	}
 	dir := s.pendingNetDir(network)
-	fi, err := lstat(s.fs, dir)
+	fi, err := Lstat(s.fs, dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return false, nil
@@ -169,7 +169,7 @@ func (s *DiskStore) StampRetry(network string, now func() time.Time, horizon tim
 // later mtime.
 func (s *DiskStore) settledMtime(dir string) (int64, error) {
 	for range 10 {
-		fi, err := lstat(s.fs, dir)
+		fi, err := Lstat(s.fs, dir)
 		if err != nil {
 			return 0, err
 		}

@@ -24,12 +24,12 @@ var _ Prober = (*DiskStore)(nil)
 // that only Catena's user can write, in which a file can be created,
 // written and removed, and that nothing in it is untrusted (Audit).
 func (s *DiskStore) Probe() error {
-	fi, err := lstat(s.fs, s.dir)
+	fi, err := Lstat(s.fs, s.dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := mkdirAllDurable(s.fs, s.dir, dirPerm); err != nil {
 			return fmt.Errorf("cache dir %s: %w", s.dir, err)
 		}
-		fi, err = lstat(s.fs, s.dir)
+		fi, err = Lstat(s.fs, s.dir)
 	}
 	if err != nil {
 		return fmt.Errorf("cache dir %s: %w", s.dir, err)

@@ -41,7 +41,7 @@ var _ QuarantinePruner = (*DiskStore)(nil)
 // remove and reports them all.
 func (s *DiskStore) PruneQuarantine(now time.Time, maxAge time.Duration, maxCount int) ([]string, error) {
 	qdir := filepath.Join(s.dir, quarantineDir)
-	fi, err := lstat(s.fs, qdir)
+	fi, err := Lstat(s.fs, qdir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -67,7 +67,7 @@ func (s *DiskStore) PruneQuarantine(now time.Time, maxAge time.Duration, maxCoun
 			continue
 		}
 		path := filepath.Join(qdir, name)
-		fi, err := lstat(s.fs, path)
+		fi, err := Lstat(s.fs, path)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			continue // pruned meanwhile

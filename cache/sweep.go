@@ -40,7 +40,7 @@ func (s *DiskStore) SweepTemps(network string, olderThan time.Time) ([]string, e
 		if !ok || key.Network != network {
 			continue
 		}
-		fi, err := lstat(s.fs, path)
+		fi, err := Lstat(s.fs, path)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
