@@ -56,7 +56,7 @@ func TestFlannelSeedFailureCRI(t *testing.T) {
 				failed++
 			}
 		}
-		held := tc.f.held(w.cacheDir)
+		held := tc.f.heldSettled(w.cacheDir, tc.want, 10*time.Second)
 		t.Logf("flannel, %s: %d RunPodSandbox attempts, %d failed; left: %s; %d sandboxes", tc.name, attempts, failed, held, len(d.pods()))
 		assert.Equal(t, attempts, failed, tc.name)
 		assert.Equal(t, tc.want, held, tc.name)

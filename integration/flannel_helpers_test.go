@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -149,4 +150,22 @@ func (f *flannelNode) held(cacheDir string) flannelHeld {
 	recs, err := filepath.Glob(filepath.Join(cacheDir, "records", f.net, "*.json"))
 	require.NoError(f.t, err)
 	return flannelHeld{IPs: len(f.ips()), Veths: len(bridgePorts(f.t, f.bridge)), Files: len(f.cacheFiles()), Records: len(recs)}
+}
+
+// heldSettled is held once it equals want, or after within: a veth whose
+// netns the runtime removed goes away only when the kernel's asynchronous
+// netns cleanup runs, which can lag RunPodSandbox's return under load (a CI
+// run counted the last attempt's veth of the plain conflist). IPs, files and
+// records do not change by themselves; a count that is still wrong after
+// within is returned as it is, for the caller's assertion.
+func (f *flannelNode) heldSettled(cacheDir string, want flannelHeld, within time.Duration) flannelHeld {
+	f.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		h := f.held(cacheDir)
+		if h == want || time.Now().After(deadline) {
+			return h
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
