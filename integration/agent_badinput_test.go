@@ -22,7 +22,10 @@ func TestAgentBadInput(t *testing.T) {
 		want    string
 	}{
 		{"no primary", "", "no primary network config"},
-		{"invalid primary", `{"cniVersion":"1.0.0","name":"x","plugins":[{"type":"bridge"`, "not valid JSON"},
+		{"invalid primary", `{"cniVersion":"1.0.0","name":"x","plugins":[{"type":"bridge"`,
+			primaryName + ": not valid JSON (half-written?): unexpected end of JSON input; if its writer has finished, fix the file; nothing written"},
+		{"plugin binary missing", `{"cniVersion":"0.3.1","name":"x","plugins":[{"type":"bridge"},{"type":"bandwidth"}]}`,
+			primaryName + `: plugin 1, "bandwidth": plugin binary missing: no such file in `},
 		{"plugin type with a slash", `{"cniVersion":"1.0.0","name":"x","plugins":[{"type":"../bridge"}]}`, `"../bridge" must be a plain binary name`},
 		{"already contains catena", `{"cniVersion":"1.0.0","name":"x","plugins":[{"type":"bridge"},{"type":"catena","delegates":[{"type":"bridge"}]}]}`,
 			"already contains catena"},
@@ -37,6 +40,9 @@ func TestAgentBadInput(t *testing.T) {
 			out, errOut, code := n.agent(n.args("install", "--once")...)
 			assert.Equal(t, 1, code, "stdout: %s\nstderr: %s", out, errOut)
 			assert.Contains(t, errOut, c.want)
+			if c.name == "plugin binary missing" {
+				assert.Contains(t, errOut, n.binDir+` (--cni-path); every ADD through it would fail. Install "bandwidth" there`)
+			}
 			assert.Equal(t, confBefore, listing(t, n.confDir), "nothing written to the conf dir")
 			assert.Equal(t, binBefore, names(t, n.binDir), "nothing written to the bin dir")
 			_, err := os.Stat(n.w.cacheDir)

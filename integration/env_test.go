@@ -34,7 +34,7 @@ func setup(m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer os.RemoveAll(dir)
-	for name, pkg := range map[string]string{"catena": "./plugins/catena", "failer": "./plugins/testing/failer"} {
+	for name, pkg := range map[string]string{"catena": "./plugins/catena", "failer": "./plugins/testing/failer", "calicostub": "./plugins/testing/calicostub"} {
 		cmd := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, name), pkg)
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -54,11 +54,14 @@ func setup(m *testing.M) (int, error) {
 			return 0, err
 		}
 	}
-	// flannel (scripts/install-flannel.sh) only if built: its tests say
-	// what to run when it is missing (requireFlannel)
-	if src := filepath.Join(ref, "flannel"); fileExists(src) {
-		if err := os.Symlink(src, filepath.Join(dir, "flannel")); err != nil {
-			return 0, err
+	// flannel (scripts/install-flannel.sh), ptp and bandwidth only if
+	// built: their tests say what to run when they are missing
+	// (requireFlannel, requireCalico)
+	for _, p := range []string{"flannel", "ptp", "bandwidth"} {
+		if src := filepath.Join(ref, p); fileExists(src) {
+			if err := os.Symlink(src, filepath.Join(dir, p)); err != nil {
+				return 0, err
+			}
 		}
 	}
 	cniPath = dir

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/afero"
+	"golang.org/x/sys/unix"
 )
 
 // Config says where Catena is installed and with which options.
@@ -34,6 +36,9 @@ type Config struct {
 	// NetworkDir says whether the runtime reads the primary's network dir
 	// (netdir.go); "" is load.
 	NetworkDir NetworkDirMode
+	// PluginDirs are the runtime's CNI bin dirs: a primary naming a plugin
+	// in none of them is not wrapped (plugins.go). Empty: not checked.
+	PluginDirs []string
 }
 
 // Validate checks the names before anything is read or written.
@@ -151,6 +156,9 @@ func (i *Installer) sync(ctx context.Context) (Status, error) {
 	if err != nil {
 		return st, fmt.Errorf("%w; nothing written", err)
 	}
+	if err := i.checkPlugins(p); err != nil {
+		return st, fmt.Errorf("%w; nothing written, %s stays as it was", err, i.Cfg.ConfName)
+	}
 	// Only now that the primary is known to be usable is anything written;
 	// the binaries first, so the config never names a missing catena.
 	if i.Cfg.BinDir != "" {
@@ -179,7 +187,7 @@ func (i *Installer) sync(ctx context.Context) (Status, error) {
 			}
 		}
 		if st.Wrote, err = WriteFileAtomic(i.Fs, path, out, perm); err != nil {
-			return st, err
+			return st, writeError(path, p.File, err)
 		}
 		i.Log.Info("wrote the generated conflist", "file", path, "primary", p.File, "sha256", p.SHA256, "network", p.List.Name,
 			"networkDirPlugins", len(p.DirPlugins))
@@ -193,4 +201,16 @@ func (i *Installer) sync(ctx context.Context) (Status, error) {
 	}
 	st.Ready = true
 	return st, nil
+}
+
+// writeError is the error of a failed write of the generated file at path,
+// wrapping primary: it says what to do when the conf dir is read-only or
+// not the agent's to write.
+func writeError(path, primary string, err error) error {
+	if errors.Is(err, fs.ErrPermission) || errors.Is(err, unix.EROFS) {
+		return fmt.Errorf("cannot write %s (wrapping %s): %w; %s is left as it was, and does not follow %s until catena-agent can write the conf dir %s: "+
+			"mount it read-write (the DaemonSet's hostPath), and run catena-agent as root or the dir's owner",
+			path, primary, err, filepath.Base(path), primary, filepath.Dir(path))
+	}
+	return fmt.Errorf("writing %s (wrapping %s): %w; %s is left as it was", path, primary, err, filepath.Base(path))
 }

@@ -33,6 +33,9 @@ func (i *Installer) Current() error {
 	if err != nil {
 		return fmt.Errorf("%w (since the last pass)", err)
 	}
+	if err := i.checkPlugins(p); err != nil {
+		return fmt.Errorf("%w (since the last pass)", err)
+	}
 	path := filepath.Join(i.Cfg.ConfDir, i.Cfg.ConfName)
 	perm, err := i.confMode(path, p)
 	if err != nil {

@@ -4,7 +4,8 @@
 # the Go module proxy, only when bin/ does not already hold the pinned
 # versions (checked by a version stamp):
 #
-#   bin/cni/   bridge host-local portmap tuning loopback firewall  (CNI_PATH)
+#   bin/cni/   bridge host-local portmap tuning loopback firewall
+#              ptp bandwidth (a Calico-shaped primary)          (CNI_PATH)
 #   bin/       cnitool
 #
 # Cold, with no Go module or build cache, on a shared 2-core machine
@@ -43,6 +44,8 @@ plugin_pkgs=(
 	github.com/containernetworking/plugins/plugins/meta/tuning
 	github.com/containernetworking/plugins/plugins/main/loopback
 	github.com/containernetworking/plugins/plugins/meta/firewall
+	github.com/containernetworking/plugins/plugins/main/ptp
+	github.com/containernetworking/plugins/plugins/meta/bandwidth
 )
 
 plugins_ok=1

@@ -5,7 +5,8 @@
 # versions. `make test` and .ci/run run it (`make plugins`); `make demo`
 # needs only the first part, scripts/install-demo-deps.sh.
 #
-#   bin/cni/   bridge host-local portmap tuning loopback firewall  (CNI_PATH)
+#   bin/cni/   bridge host-local portmap tuning loopback firewall
+#              ptp bandwidth (a Calico-shaped primary)          (CNI_PATH)
 #   bin/       cnitool                          (scripts/install-demo-deps.sh)
 #   bin/cni/flannel, from ../shared/vendor-src  (scripts/install-flannel.sh)
 #   bin/containerd2/  containerd 2.4, and Debian's containerd 1.6 and runc

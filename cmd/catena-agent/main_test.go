@@ -17,17 +17,26 @@ import (
 
 const primaryCL = `{"cniVersion":"1.0.0","name":"podnet","plugins":[{"type":"bridge","bridge":"cni0"},{"type":"portmap","capabilities":{"portMappings":true}}]}`
 
-// node is a private conf dir, bin dir, source dir of binaries and cache dir.
+// node is a private conf dir, bin dir, source dir of binaries, cache dir,
+// and dir of the plugins the primaries name (stand-ins: only their
+// presence is checked).
 type node struct {
-	conf, bin, src, cache string
+	conf, bin, src, cache, plugins string
 }
+
+// pluginTypes are the plugins newNode puts in the node's plugins dir.
+var pluginTypes = []string{"bridge", "portmap", "tuning"}
 
 func newNode(t *testing.T, files map[string]string) node {
 	t.Helper()
 	root := t.TempDir()
-	n := node{conf: filepath.Join(root, "net.d"), bin: filepath.Join(root, "bin"), src: filepath.Join(root, "src"), cache: filepath.Join(root, "cache")}
-	for _, d := range []string{n.conf, n.bin, n.src} {
+	n := node{conf: filepath.Join(root, "net.d"), bin: filepath.Join(root, "bin"), src: filepath.Join(root, "src"), cache: filepath.Join(root, "cache"),
+		plugins: filepath.Join(root, "plugins")}
+	for _, d := range []string{n.conf, n.bin, n.src, n.plugins} {
 		require.NoError(t, os.MkdirAll(d, 0o755))
+	}
+	for _, p := range pluginTypes {
+		require.NoError(t, os.WriteFile(filepath.Join(n.plugins, p), []byte("#!plugin "+p), 0o755))
 	}
 	for _, b := range []string{"catena", "catenactl"} {
 		require.NoError(t, os.WriteFile(filepath.Join(n.src, b), []byte("#!binary "+b), 0o755))
@@ -39,7 +48,8 @@ func newNode(t *testing.T, files map[string]string) node {
 }
 
 func (n node) installArgs(extra ...string) []string {
-	return append([]string{"--cni-conf-dir", n.conf, "--cni-bin-dir", n.bin, "--source-dir", n.src, "--cache-dir", n.cache, "--results-dir", ""}, extra...)
+	return append([]string{"--cni-conf-dir", n.conf, "--cni-bin-dir", n.bin, "--cni-path", n.plugins + ":" + n.bin, "--source-dir", n.src,
+		"--cache-dir", n.cache, "--results-dir", ""}, extra...)
 }
 
 // agent runs catena-agent in process and returns its exit code, stdout and
@@ -196,4 +206,59 @@ func TestErrorsAreTerminalSafe(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, `10-x\x1b]0;owned\x07\x1b[2J\u202eevil.conflist: not valid JSON`, "the name is shown, escaped")
 	clitest.AssertTerminalSafe(t, stderr, "catena-agent's stderr")
+}
+
+// TestInstallRefusesMissingPlugin: a primary naming a plugin binary in none
+// of the --cni-path dirs (by default the --cni-bin-dir) is not wrapped:
+// exit 1, a message naming the file, the plugin, the dirs and what to do,
+// and the generated file as it was; once the binary is there, it is.
+func TestInstallRefusesMissingPlugin(t *testing.T) {
+	calico := `{"cniVersion":"0.3.1","name":"k8s-pod-network","plugins":[{"type":"calico"},{"type":"bandwidth","capabilities":{"bandwidth":true}}]}`
+	for _, tc := range []struct {
+		name, dir string // dir: where the test installs calico and bandwidth
+		args      func(n node) []string
+	}{
+		{name: "--cni-path", dir: "extra", args: func(n node) []string {
+			return []string{"--cni-path", n.plugins + ":" + filepath.Join(filepath.Dir(n.bin), "extra")}
+		}},
+		{name: "default: --cni-bin-dir", dir: "bin", args: func(n node) []string {
+			return []string{"--cni-conf-dir", n.conf, "--cni-bin-dir", n.bin, "--source-dir", n.src, "--cache-dir", n.cache, "--results-dir", ""}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := newNode(t, map[string]string{"10-bridge.conflist": primaryCL})
+			args := append(append([]string{"install", "--once"}, n.installArgs()...), tc.args(n)...)
+			if tc.dir == "bin" {
+				args = append([]string{"install", "--once"}, tc.args(n)...)
+				for _, p := range pluginTypes {
+					require.NoError(t, os.WriteFile(filepath.Join(n.bin, p), []byte("#!plugin "+p), 0o755))
+				}
+			}
+			code, _, stderr := runAgent(t, args...)
+			require.Equal(t, 0, code, stderr)
+			before := readDir(t, n.conf)
+
+			require.NoError(t, os.WriteFile(filepath.Join(n.conf, "10-bridge.conflist"), []byte(calico), 0o644))
+			code, _, stderr = runAgent(t, args...)
+			assert.Equal(t, 1, code)
+			dir := filepath.Join(filepath.Dir(n.bin), tc.dir)
+			for _, want := range []string{`primary 10-bridge.conflist: plugin 0, "calico": plugin binary missing`, dir + " (--cni-path)",
+				`Install "calico" there`, "or set --cni-path to the runtime's CNI bin dirs", "nothing written, 00-catena.conflist stays as it was"} {
+				assert.Contains(t, stderr, want)
+			}
+			before["10-bridge.conflist"] = calico
+			assert.Equal(t, before, readDir(t, n.conf), "the generated file stays as it was")
+
+			require.NoError(t, os.MkdirAll(dir, 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "calico"), []byte("#!calico"), 0o755))
+			code, _, stderr = runAgent(t, args...)
+			assert.Equal(t, 1, code)
+			assert.Contains(t, stderr, `plugin 1, "bandwidth": plugin binary missing`)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "bandwidth"), []byte("#!bandwidth"), 0o755))
+			code, out, stderr := runAgent(t, args...)
+			require.Equal(t, 0, code, stderr)
+			assert.Contains(t, out, "written, wrapping 10-bridge.conflist")
+			assert.Contains(t, readDir(t, n.conf)["00-catena.conflist"], `"type": "calico"`)
+		})
+	}
 }

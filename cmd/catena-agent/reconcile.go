@@ -24,7 +24,6 @@ const (
 type reconcileFlags struct {
 	endpoint string
 	interval time.Duration
-	cniPath  string
 	opts     reconcile.Options
 }
 
@@ -35,7 +34,6 @@ func (r *reconcileFlags) register(cmd *cobra.Command) {
 	fl.DurationVar(&r.opts.Grace, "grace", reconcile.DefaultGrace, "a record changed within this is never reclaimed, and a mark must be this old before its reclaim")
 	fl.DurationVar(&r.opts.AbandonAfter, "abandon-after", 0, "abandon a delegate whose DEL has failed for this long, as catenactl repair --abandon does (0: never; the safe default)")
 	fl.DurationVar(&r.opts.RuntimeTimeout, "runtime-timeout", reconcile.DefaultRuntimeTimeout, "bound on each ListPodSandbox")
-	fl.StringVar(&r.cniPath, "cni-path", "", "where the reconciler finds the delegates (default: --cni-bin-dir)")
 }
 
 // observability is what run adds for the reconciler and the metrics: the
@@ -47,8 +45,9 @@ type observability struct {
 }
 
 // setup registers /metrics on mux and, unless the interval is 0, builds
-// the reconcile loop over cacheDir.
-func (r *reconcileFlags) setup(mux *http.ServeMux, cacheDir, binDir string, log *slog.Logger, stderr io.Writer) (*observability, error) {
+// the reconcile loop over cacheDir, finding the delegates in cniPath (a
+// CNI_PATH: install's --cni-path, else its --cni-bin-dir).
+func (r *reconcileFlags) setup(mux *http.ServeMux, cacheDir, cniPath string, log *slog.Logger, stderr io.Writer) (*observability, error) {
 	if r.interval < 0 || r.opts.Grace <= 0 || r.opts.AbandonAfter < 0 {
 		return nil, cli.Usagef("--reconcile-interval %s, --grace %s, --abandon-after %s: grace must be positive, the others not negative",
 			r.interval, r.opts.Grace, r.opts.AbandonAfter)
@@ -60,10 +59,7 @@ func (r *reconcileFlags) setup(mux *http.ServeMux, cacheDir, binDir string, log 
 	if r.interval == 0 {
 		return o, nil
 	}
-	r.opts.CNIPath = r.cniPath
-	if r.opts.CNIPath == "" {
-		r.opts.CNIPath = binDir
-	}
+	r.opts.CNIPath = cniPath
 	rec, lister, err := reconcile.NewNode(reconcile.NodeConfig{CacheDir: cacheDir, RuntimeEndpoint: r.endpoint, Options: r.opts,
 		Log: log, Observer: m, DelegateStderr: stderr})
 	if err != nil {

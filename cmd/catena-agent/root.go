@@ -81,9 +81,10 @@ primary's masked to at most 0644; a narrower mode set by hand is kept.
 Temp files a killed agent left (.catena.<hex>.tmp, ...) are removed once 2
 minutes old. install and run hold the conf dir's interlock
 (.catena-agent.lock) while they may write; see uninstall. A primary that is invalid, half-written,
-missing or already Catena's is never wrapped: the last good generated file
-stays, and the reason is logged. No subcommand ever removes the generated file
-except uninstall.
+missing or already Catena's, or that names a plugin binary found in none of
+the --cni-path dirs, is never wrapped: the last good generated file stays, and
+the reason is logged (under run, /readyz fails with it). No subcommand ever
+removes the generated file except uninstall.
 
 Every flag can also be set by the environment, e.g. --lock-timeout by
 CATENA_AGENT_LOCK_TIMEOUT (the DaemonSet's ConfigMap does this); a flag on the
@@ -108,6 +109,7 @@ type installFlags struct {
 	resync     time.Duration
 	logLevel   string
 	networkDir string
+	cniPath    string
 	// onAdopt, if set, receives each adoption's report (run's metrics).
 	onAdopt func(adopt.Report)
 }
@@ -116,6 +118,7 @@ func (f *installFlags) register(cmd *cobra.Command, e env) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.cfg.ConfDir, "cni-conf-dir", defaultConfDir, "the runtime's CNI conf dir")
 	fl.StringVar(&f.cfg.BinDir, "cni-bin-dir", defaultBinDir, "the CNI bin dir catena and catenactl are copied into (\"\": copy nothing)")
+	fl.StringVar(&f.cniPath, "cni-path", "", "the runtime's CNI bin dirs, colon-separated as CNI_PATH (containerd's bin_dirs, CRI-O's plugin_dirs): a primary naming a plugin binary in none of them is not wrapped, and run's reconciler finds the delegates there (default: --cni-bin-dir; both empty: nothing checked)")
 	fl.StringVar(&f.cfg.SourceDir, "source-dir", e.selfDir, "where the catena and catenactl binaries to install are (default: catena-agent's own dir)")
 	fl.StringVar(&f.cfg.Primary, "primary-conf", "auto", "the primary's file name in the conf dir; auto: what the runtime would load, chosen once and then kept")
 	fl.StringVar(&f.cfg.ConfName, "conf-name", defaultConfName, "the generated conflist's name; it must sort before every other config file")
@@ -155,6 +158,7 @@ func (f *installFlags) installer(e env, cmdName string) (*nodeconf.Installer, er
 		return nil, &cli.UsageError{Err: fmt.Errorf("--results-dir %q: must be an absolute path", f.resultsDir)}
 	}
 	f.cfg.Catena.LibcniResultsDir = f.resultsDir
+	f.cfg.PluginDirs = pluginDirs(f.cniPath, f.cfg.BinDir)
 	log, err := f.logger(e.stderr)
 	if err != nil {
 		return nil, err
@@ -164,6 +168,20 @@ func (f *installFlags) installer(e env, cmdName string) (*nodeconf.Installer, er
 		i.Adopt = adopter(f.resultsDir, f.cfg.Catena.CacheDir, log, f.onAdopt)
 	}
 	return i, nil
+}
+
+// pluginDirs are the dirs of --cni-path, or else the --cni-bin-dir.
+func pluginDirs(cniPath, binDir string) []string {
+	var dirs []string
+	for _, d := range filepath.SplitList(cniPath) {
+		if d != "" {
+			dirs = append(dirs, d)
+		}
+	}
+	if len(dirs) == 0 && binDir != "" {
+		dirs = []string{binDir}
+	}
+	return dirs
 }
 
 // envPrefix prefixes the environment variable of each flag.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -52,7 +54,7 @@ On SIGTERM it exits leaving every file in place.`,
 			if err != nil {
 				return err
 			}
-			obs, err := rf.setup(mux, f.cfg.Catena.CacheDir, f.cfg.BinDir, log, e.stderr)
+			obs, err := rf.setup(mux, f.cfg.Catena.CacheDir, strings.Join(pluginDirs(f.cniPath, f.cfg.BinDir), string(filepath.ListSeparator)), log, e.stderr)
 			if err != nil {
 				return err
 			}
