@@ -85,13 +85,11 @@ func (c *contest) seen() {
 	if c.taken == 1 && t.By() != TakenByCilium {
 		next = contestMin
 	}
-	switch {
-	case c.step == 0:
+	if c.step == 0 {
 		c.i.Log.Warn("the generated conflist was taken away after catena-agent wrote it; backing off before rewriting it",
 			"file", t.File, "by", t.By(), "rewriteIn", next, "reason", t.Error())
-	case next != c.step:
-		c.i.Log.Info("the generated conflist keeps being taken away; rewriting it at most once every "+next.String(),
-			"file", t.File, "by", t.By())
+	} else {
+		c.i.Log.Info("the generated conflist was taken away again", "file", t.File, "by", t.By(), "times", c.taken, "rewriteIn", next)
 	}
 	if next != c.step {
 		c.step = next
