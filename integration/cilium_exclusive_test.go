@@ -112,7 +112,7 @@ func TestCiliumExclusiveMode(t *testing.T) {
 	assert.GreaterOrEqual(t, latency, time.Duration(0))
 	assert.Contains(t, reason, generatedName+" was renamed to "+generatedName+".cilium_bak by Cilium's exclusive mode")
 	assert.Contains(t, reason, "set cni.exclusive: false")
-	assert.Contains(t, reason, "Cilium's chaining mode")
+	assert.Contains(t, reason, "in Cilium's chaining mode too")
 	rewrites := writes - 1
 	assert.LessOrEqual(t, rewrites, int(ciliumRun/time.Minute), "at most one rewrite a minute")
 	assert.GreaterOrEqual(t, rewrites, 1, "the agent does try again")

@@ -61,7 +61,7 @@ func TestContest(t *testing.T) {
 			reason: "by Cilium's exclusive mode", current: "set cni.exclusive: false"},
 		{name: "cilium-cni under another name", files: map[string]string{"10-cilium-chain.conflist": ciliumCL},
 			take: renameAway, by: TakenByCilium, steps: []time.Duration{contestCap, contestCap},
-			reason: "10-cilium-chain.conflist is in the conf dir", current: "Cilium's chaining mode"},
+			reason: "10-cilium-chain.conflist is in the conf dir", current: "in Cilium's chaining mode too"},
 		{name: "renamed, no Cilium config", files: map[string]string{"10-a.conflist": bridgeCL},
 			take: renameAway, by: TakenByOther, steps: []time.Duration{contestMin, contestCap, contestCap},
 			reason: "removed or changed by another writer", current: "stop that writer"},

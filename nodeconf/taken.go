@@ -51,7 +51,7 @@ func (t Taken) Error() string {
 	if t.By() == TakenByCilium {
 		return fmt.Sprintf("%s was renamed to %s by Cilium's exclusive mode (cni.exclusive: true, Cilium's default; its %s is in the conf dir): "+
 			"the runtime loads Cilium's config and pods bypass Catena; fix: set cni.exclusive: false in Cilium's Helm values "+
-			"(cni-exclusive: \"false\" in the cilium-config ConfigMap) and restart the Cilium agents, or use Cilium's chaining mode",
+			"(cni-exclusive: \"false\" in the cilium-config ConfigMap) and restart the Cilium agents; in Cilium's chaining mode too, which renames the other files alike while cni-exclusive is true",
 			t.File, filepath.Base(t.Backup), filepath.Base(t.Cilium))
 	}
 	return fmt.Sprintf("%s was removed or changed by another writer after catena-agent wrote it: another CNI's agent or installer "+

@@ -55,7 +55,7 @@ func TestWhoTook(t *testing.T) {
 			if tc.by == TakenByCilium {
 				assert.Equal(t, own+CiliumBackup, got.Backup)
 				assert.Contains(t, got.Error(), "set cni.exclusive: false in Cilium's Helm values")
-				assert.Contains(t, got.Error(), "or use Cilium's chaining mode")
+				assert.Contains(t, got.Error(), "in Cilium's chaining mode too")
 			} else {
 				assert.Contains(t, got.Error(), "another writer")
 			}

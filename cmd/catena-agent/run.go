@@ -44,7 +44,7 @@ uninstall holds it. A generated file that someone else renames away,
 removes or changes right after the agent wrote it (Cilium with
 cni.exclusive: true, its default, renames it to <name>.cilium_bak) is noticed
 at its fsnotify event: one warning names the cause and the fix
-(cni.exclusive: false, or Cilium's chaining mode), /readyz fails with it,
+(cni.exclusive: false, in Cilium's chaining mode too), /readyz fails with it,
 catena_conflist_undone_total{by="cilium"|"other"} counts it, and the file is
 rewritten after 1 s the first time (Cilium's: after a minute), then at most
 once a minute while it goes on (catena_conflist_backoff_seconds). A conf dir that is a mount whose host

@@ -16,7 +16,7 @@ const confDirCheckName = "conf dir"
 // The hints when a generated conflist was renamed away by Cilium, or by
 // another writer.
 const (
-	ciliumFix = `set cni.exclusive: false in Cilium's Helm values (cni-exclusive: "false" in the cilium-config ConfigMap) and restart Cilium's agents, or run Cilium in chaining mode; catena-agent then rewrites the file within a minute`
+	ciliumFix = `set cni.exclusive: false in Cilium's Helm values (cni-exclusive: "false" in the cilium-config ConfigMap) and restart Cilium's agents (in chaining mode too: Cilium renames the other files whenever cni-exclusive is true); catena-agent then rewrites the file within a minute`
 	otherFix  = "find what renames the conf dir's files to .cilium_bak (a Cilium agent with cni.exclusive whose own config is elsewhere, or a script) and stop it; catena-agent rewrites the file at most once a minute meanwhile"
 )
 
