@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"os"
@@ -15,26 +14,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/catena-cni/catena/cli/clitest"
 	"github.com/catena-cni/catena/internal/ciliumsim"
 )
-
-// syncWriter is a buffer safe for the agent's log and the test's reads.
-type syncWriter struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *syncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *syncWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
 
 // TestRunCiliumExclusive: with Cilium's exclusive mode over the conf dir
 // (ciliumsim), run's /readyz fails naming Cilium and the fix within
@@ -58,7 +40,7 @@ func TestRunCiliumExclusive(t *testing.T) {
 
 	addr := freeAddr(t)
 	done := make(chan int, 1)
-	var stderr syncWriter
+	var stderr clitest.SyncBuffer
 	go func() {
 		args := append([]string{"run", "--listen-addr", addr, "--reconcile-interval", "0"}, n.installArgs()...)
 		done <- runContext(ctx, args, env{stdout: io.Discard, stderr: &stderr, fs: afero.NewOsFs()})
