@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"syscall"
 	"time"
 )
 
@@ -48,6 +49,8 @@ type contest struct {
 	now   func() time.Time
 	have  bool              // sum is what the last good pass left in place
 	sum   [sha256.Size]byte // its digest
+	dir   dirID             // the conf dir it was in
+	dirOK bool              // dir is known (not on a filesystem without inodes)
 	wrote time.Time         // the last write
 	step  time.Duration     // 0: no contest
 	taken int               // times taken in this contest
@@ -75,6 +78,9 @@ func (c *contest) seen() {
 		return
 	}
 	c.have = false
+	if id, ok := confDirID(c.i); c.dirOK && (!ok || id != c.dir) {
+		return // the conf dir was replaced or removed: not a writer taking the file
+	}
 	t, err := WhoTook(c.i.Fs, c.i.Cfg.ConfDir, c.i.Cfg.ConfName)
 	if err != nil {
 		c.i.Log.Warn("looking for what took the generated conflist away", "error", err)
@@ -124,6 +130,7 @@ func (c *contest) observe(st Status, err error) {
 	}
 	now := c.now()
 	c.have, c.sum = true, st.Generated
+	c.dir, c.dirOK = confDirID(c.i)
 	if st.Wrote {
 		c.wrote = now
 		return
@@ -157,4 +164,18 @@ func (i *Installer) markNotReady(reason string) {
 	i.statusMu.Lock()
 	defer i.statusMu.Unlock()
 	i.status.Ready, i.status.Reason = false, reason
+}
+
+// confDirID identifies the conf dir as it is now; false if it cannot be
+// stat'ed or its filesystem has no inodes (afero's MemMapFs).
+func confDirID(i *Installer) (dirID, bool) {
+	fi, err := i.Fs.Stat(i.Cfg.ConfDir)
+	if err != nil {
+		return dirID{}, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return dirID{}, false
+	}
+	return dirID{dev: st.Dev, ino: st.Ino}, true
 }
