@@ -41,15 +41,16 @@ need teardown are retried with per-record backoff whatever the runtime says.
 It holds the conf dir's interlock (.catena-agent.lock, flock) while it runs:
 uninstall waits for it, and it writes nothing while another agent or
 uninstall holds it. A generated file that someone else renames away,
-removes or changes right after the agent wrote it (Cilium with
-cni.exclusive: true, its default, renames it to <name>.cilium_bak) is noticed
-at its fsnotify event: one warning names the cause and the fix
-(cni.exclusive: false, in Cilium's chaining mode too), /readyz fails with it,
-catena_conflist_undone_total{by="cilium"|"other"} counts it, and the file is
-rewritten after 1 s the first time (Cilium's: after a minute), then at most
-once a minute while it goes on (catena_conflist_backoff_seconds). A conf dir that is a mount whose host
-dir was deleted or renamed (a hostPath bind mount keeps the old inode)
-makes it exit 1, so that kubelet restarts it with a fresh mount.
+removes or changes after the agent wrote it (Cilium with cni.exclusive:
+true, its default, renames it to <name>.cilium_bak) is noticed at its
+fsnotify event: one warning names the cause and the fix (cni.exclusive:
+false, in Cilium's chaining mode too), /readyz fails with it,
+catena_conflist_undone_total{by="cilium"|"other"} counts it, and the file
+is rewritten after 1 s the first time (Cilium's: after a minute), then at
+most once a minute while it goes on (catena_conflist_backoff_seconds).
+A conf dir that is a mount whose host dir was deleted or renamed (a
+hostPath bind mount keeps the old inode) makes it exit 1, so that kubelet
+restarts it with a fresh mount.
 On SIGTERM it exits leaving every file in place.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
