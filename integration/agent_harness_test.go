@@ -168,6 +168,15 @@ type agentProc struct {
 // /readyz says ready. Cleanup stops it by PID if the test did not.
 func (n *agentNode) startRun(extra ...string) *agentProc {
 	n.t.Helper()
+	p := n.spawnRun(extra...)
+	p.waitReady()
+	return p
+}
+
+// spawnRun starts `catena-agent run` with extra flags (after the default
+// --resync 2s, so they win). Cleanup stops it by PID if the test did not.
+func (n *agentNode) spawnRun(extra ...string) *agentProc {
+	n.t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(n.t, err)
 	addr := ln.Addr().String()
@@ -188,7 +197,6 @@ func (n *agentNode) startRun(extra ...string) *agentProc {
 			<-p.exited
 		}
 	})
-	p.waitReady()
 	return p
 }
 

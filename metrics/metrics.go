@@ -1,15 +1,18 @@
 // Package metrics is Catena's Prometheus registry for catena-agent run:
 // operations from the event journal, records by network and phase, held
-// attachments, the reconciler's passes and the install's adoptions.
+// attachments, the reconciler's passes, the install's adoptions and its
+// contests over the generated conflist.
 package metrics
 
 import (
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/catena-cni/catena/libchain"
+	"github.com/catena-cni/catena/nodeconf"
 	"github.com/catena-cni/catena/reconcile"
 )
 
@@ -38,9 +41,16 @@ type Metrics struct {
 	lastDuration  prometheus.Gauge
 
 	adoptions *prometheus.CounterVec
+
+	conflistWrites  prometheus.Counter
+	conflistUndone  *prometheus.CounterVec
+	conflistBackoff prometheus.Gauge
 }
 
-var _ reconcile.Observer = (*Metrics)(nil)
+var (
+	_ reconcile.Observer        = (*Metrics)(nil)
+	_ nodeconf.ConflistObserver = (*Metrics)(nil)
+)
 
 // opBuckets span a fast DEL (ms) to a delegate timing out (minutes).
 var opBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}
@@ -84,7 +94,14 @@ func New() *Metrics {
 	m.lastDuration = gauge("catena_reconcile_last_pass_duration_seconds", "How long the last reconcile pass took.")
 	m.adoptions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "catena_adoptions_total",
 		Help: "Attachments of the primary found by the install in the runtime's libcni cache, by result: adopted, present (had a record) or skipped."}, []string{"result"})
-	m.Registry.MustRegister(m.ops, m.opDuration, m.records, m.kept, m.retries, m.adoptions,
+	m.conflistWrites = counter("catena_conflist_writes_total", "Writes of the generated conflist by the install loop (the first, and each rewrite).")
+	m.conflistUndone = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "catena_conflist_undone_total",
+		Help: "Times the generated conflist a pass left in place was renamed, removed or changed by someone else, by whom: cilium (its cni.exclusive renamed it to .cilium_bak) or other."}, []string{"by"})
+	m.conflistBackoff = gauge("catena_conflist_backoff_seconds", "How long the install loop waits after its last write before rewriting the generated conflist that someone keeps taking away (0: no backoff).")
+	for _, by := range []string{nodeconf.TakenByCilium, nodeconf.TakenByOther} {
+		m.conflistUndone.WithLabelValues(by)
+	}
+	m.Registry.MustRegister(m.ops, m.opDuration, m.records, m.kept, m.retries, m.adoptions, m.conflistUndone,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -147,3 +164,17 @@ func (m *Metrics) ObserveAdoption(adopted, present, skipped int) {
 	m.adoptions.WithLabelValues("present").Add(float64(present))
 	m.adoptions.WithLabelValues("skipped").Add(float64(skipped))
 }
+
+// ConflistWritten implements nodeconf.ConflistObserver.
+func (m *Metrics) ConflistWritten() { m.conflistWrites.Inc() }
+
+// ConflistTaken implements nodeconf.ConflistObserver.
+func (m *Metrics) ConflistTaken(by string) {
+	if by != nodeconf.TakenByCilium {
+		by = nodeconf.TakenByOther
+	}
+	m.conflistUndone.WithLabelValues(by).Inc()
+}
+
+// ConflistBackoff implements nodeconf.ConflistObserver.
+func (m *Metrics) ConflistBackoff(d time.Duration) { m.conflistBackoff.Set(d.Seconds()) }

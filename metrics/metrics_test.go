@@ -14,6 +14,7 @@ import (
 
 	"github.com/catena-cni/catena/cache"
 	"github.com/catena-cni/catena/libchain"
+	"github.com/catena-cni/catena/nodeconf"
 	"github.com/catena-cni/catena/reconcile"
 )
 
@@ -106,4 +107,31 @@ func TestObservePassAndLint(t *testing.T) {
 	problems, err := testutil.GatherAndLint(m.Registry)
 	require.NoError(t, err)
 	assert.Empty(t, problems)
+}
+
+// TestConflistMetrics: the install loop's writes, who took the file, and
+// the backoff, as /metrics shows them.
+func TestConflistMetrics(t *testing.T) {
+	m := New()
+	m.ConflistWritten()
+	m.ConflistWritten()
+	m.ConflistTaken(nodeconf.TakenByCilium)
+	m.ConflistTaken("someone")
+	m.ConflistBackoff(time.Minute)
+	want := `
+# HELP catena_conflist_backoff_seconds How long the install loop waits after its last write before rewriting the generated conflist that someone keeps taking away (0: no backoff).
+# TYPE catena_conflist_backoff_seconds gauge
+catena_conflist_backoff_seconds 60
+# HELP catena_conflist_undone_total Times the generated conflist a pass left in place was renamed, removed or changed by someone else, by whom: cilium (its cni.exclusive renamed it to .cilium_bak) or other.
+# TYPE catena_conflist_undone_total counter
+catena_conflist_undone_total{by="cilium"} 1
+catena_conflist_undone_total{by="other"} 1
+# HELP catena_conflist_writes_total Writes of the generated conflist by the install loop (the first, and each rewrite).
+# TYPE catena_conflist_writes_total counter
+catena_conflist_writes_total 2
+`
+	require.NoError(t, testutil.GatherAndCompare(m.Registry, strings.NewReader(want),
+		"catena_conflist_writes_total", "catena_conflist_undone_total", "catena_conflist_backoff_seconds"))
+	m.ConflistBackoff(0)
+	assert.Equal(t, 0.0, testutil.ToFloat64(m.conflistBackoff))
 }

@@ -2,64 +2,180 @@ package nodeconf
 
 import (
 	"crypto/sha256"
-	"log/slog"
+	"errors"
+	"fmt"
 	"path/filepath"
+	"syscall"
 	"time"
 )
 
-// contestMin is the first backoff step against another writer.
-const contestMin = time.Second
+// Backoff against another writer: a file taken away once (by a writer not
+// known to keep doing it) is rewritten after contestMin; taken away again,
+// or taken by Cilium's exclusive mode, it is rewritten at most once every
+// contestCap while that goes on.
+const (
+	contestMin = time.Second
+	contestCap = time.Minute
+)
 
-// contest backs the watch off when another writer keeps changing or
-// removing the generated file (Cilium with cni.exclusive renames every
-// other config in the conf dir away): each rewrite costs an adoption scan,
-// a reload of the runtime's CNI config and a log line, and the other
-// writer undoes it at once. A rewrite of the very content written last, by
-// a pass within twice the current step of that write, doubles the step (up
-// to max, the resync period); the next event-driven pass waits until the
-// step has passed since the last write. The file staying in place through
-// a pass after twice the step ends the backoff. Each step is logged once.
+// ConflistObserver is told of the generated file's writes and of another
+// writer taking it away (the agent's metrics).
+type ConflistObserver interface {
+	// ConflistWritten: a pass (re)wrote the generated file.
+	ConflistWritten()
+	// ConflistTaken: the file a pass left in place was renamed, removed or
+	// changed by someone else; by is TakenByCilium or TakenByOther.
+	ConflistTaken(by string)
+	// ConflistBackoff: the wait before the next rewrite changed (0: none).
+	ConflistBackoff(d time.Duration)
+}
+
+// contest keeps Watch from fighting another writer that takes the
+// generated file away as soon as it is written (Cilium with cni.exclusive
+// renames every other config of the conf dir to .cilium_bak at start and
+// on every change in the dir): each rewrite costs an adoption scan, a
+// reload of the runtime's CNI config and a log line, and is undone at once.
+//
+// After every good pass it remembers the digest of the file left in place;
+// an event on the file, or the next pass, that finds it gone or different
+// has seen it taken. That is logged once per contest (a warning with the
+// cause and the fix, WhoTook), counted, and makes readiness fail with the
+// cause; then passes write nothing until the step since the last write has
+// passed (held): contestMin the first time, contestCap when it happens
+// again or when Cilium took it. A pass that finds the file still in place
+// more than twice the step after the last write ends the contest.
 type contest struct {
-	max   time.Duration
-	log   *slog.Logger
-	step  time.Duration
-	last  [sha256.Size]byte
-	wrote time.Time
+	i     *Installer
+	now   func() time.Time
+	have  bool              // sum is what the last good pass left in place
+	sum   [sha256.Size]byte // its digest
+	dir   dirID             // the conf dir it was in
+	dirOK bool              // dir is known (not on a filesystem without inodes)
+	wrote time.Time         // the last write
+	step  time.Duration     // 0: no contest
+	taken int               // times taken in this contest
+	why   Taken             // the last time
 }
 
-// wait is how long to wait before the next event-driven pass.
-func (c *contest) wait(d time.Duration) time.Duration {
+// held is a pass's reason while the contest holds the rewrite back.
+type held struct {
+	Taken
+	step time.Duration
+}
+
+func (h held) Error() string {
+	return fmt.Sprintf("%s; catena-agent rewrites it at most once every %s while this goes on", h.Taken.Error(), h.step)
+}
+
+// seen checks that the file the last good pass left in place is still
+// there, unchanged; if not, the contest starts or goes on.
+func (c *contest) seen() {
+	if !c.have {
+		return
+	}
+	data, err := readRegular(c.i.Fs, c.i.generatedPath(), maxConfSize)
+	if err == nil && sha256.Sum256(data) == c.sum {
+		return
+	}
+	c.have = false
+	if id, ok := confDirID(c.i); c.dirOK && (!ok || id != c.dir) {
+		return // the conf dir was replaced or removed: not a writer taking the file
+	}
+	t, err := WhoTook(c.i.Fs, c.i.Cfg.ConfDir, c.i.Cfg.ConfName)
+	if err != nil {
+		c.i.Log.Warn("looking for what took the generated conflist away", "error", err)
+	}
+	c.taken++
+	c.why = t
+	next := contestCap
+	if c.taken == 1 && t.By() != TakenByCilium {
+		next = contestMin
+	}
 	if c.step == 0 {
-		return d
+		c.i.Log.Warn("the generated conflist was taken away after catena-agent wrote it; backing off before rewriting it",
+			"file", t.File, "by", t.By(), "rewriteIn", next, "reason", t.Error())
+	} else {
+		c.i.Log.Info("the generated conflist was taken away again", "file", t.File, "by", t.By(), "times", c.taken, "rewriteIn", next)
 	}
-	return max(d, time.Until(c.wrote.Add(c.step)))
+	if next != c.step {
+		c.step = next
+		c.observeBackoff()
+	}
+	if c.i.Observer != nil {
+		c.i.Observer.ConflistTaken(t.By())
+	}
+	c.i.markNotReady(held{Taken: t, step: c.step}.Error())
 }
 
-// observe updates the backoff with a pass's outcome.
-func (c *contest) observe(i *Installer, st Status, err error) {
-	now := time.Now()
-	if !st.Wrote {
-		if err == nil && c.step > 0 && now.Sub(c.wrote) > 2*c.step {
-			c.log.Info("the generated conflist stayed in place; backoff ended", "after", c.step)
-			c.step = 0
-		}
+// hold is the reason a pass now must not write, or nil.
+func (c *contest) hold() error {
+	if c.step == 0 || !c.now().Before(c.wrote.Add(c.step)) {
+		return nil
+	}
+	return held{Taken: c.why, step: c.step}
+}
+
+// due is how long until the held rewrite may happen; 0 if nothing is held.
+func (c *contest) due() time.Duration {
+	if c.step == 0 || c.have {
+		return 0
+	}
+	return max(c.wrote.Add(c.step).Sub(c.now()), time.Millisecond)
+}
+
+// observe updates the contest with a pass's outcome.
+func (c *contest) observe(st Status, err error) {
+	if err != nil || !st.Ready {
 		return
 	}
-	path := filepath.Join(i.Cfg.ConfDir, i.Cfg.ConfName)
-	data, rerr := readRegular(i.Fs, path, maxConfSize)
-	if rerr != nil {
-		c.log.Warn("reading back the generated conflist", "file", path, "error", rerr)
+	now := c.now()
+	c.have, c.sum = true, st.Generated
+	c.dir, c.dirOK = confDirID(c.i)
+	if st.Wrote {
+		c.wrote = now
 		return
 	}
-	sum := sha256.Sum256(data)
-	if sum == c.last && now.Sub(c.wrote) <= 2*max(c.step, contestMin) {
-		next := min(max(2*c.step, contestMin), c.max)
-		if next != c.step {
-			c.step = next
-			c.log.Warn("the generated conflist keeps being changed or removed by another writer; backing off before rewriting it",
-				"file", path, "next", c.step,
-				"likely", "another CNI owns the conf dir, e.g. Cilium with cni.exclusive=true renames every other config away; disable that, or pods bypass Catena")
-		}
+	if c.step > 0 && now.Sub(c.wrote) > 2*c.step {
+		c.i.Log.Info("the generated conflist stayed in place; backoff ended", "file", c.i.generatedPath(), "after", c.step)
+		c.step, c.taken = 0, 0
+		c.observeBackoff()
 	}
-	c.last, c.wrote = sum, now
+}
+
+func (c *contest) observeBackoff() {
+	if c.i.Observer != nil {
+		c.i.Observer.ConflistBackoff(c.step)
+	}
+}
+
+// isHeld: err is a held pass's reason, which the contest already logged.
+func isHeld(err error) bool {
+	var h held
+	return errors.As(err, &h)
+}
+
+// generatedPath is the generated file's path.
+func (i *Installer) generatedPath() string {
+	return filepath.Join(i.Cfg.ConfDir, i.Cfg.ConfName)
+}
+
+// markNotReady makes the status not ready with reason until the next pass.
+func (i *Installer) markNotReady(reason string) {
+	i.statusMu.Lock()
+	defer i.statusMu.Unlock()
+	i.status.Ready, i.status.Reason = false, reason
+}
+
+// confDirID identifies the conf dir as it is now; false if it cannot be
+// stat'ed or its filesystem has no inodes (afero's MemMapFs).
+func confDirID(i *Installer) (dirID, bool) {
+	fi, err := i.Fs.Stat(i.Cfg.ConfDir)
+	if err != nil {
+		return dirID{}, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return dirID{}, false
+	}
+	return dirID{dev: st.Dev, ino: st.Ino}, true
 }

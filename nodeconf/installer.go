@@ -3,6 +3,7 @@ package nodeconf
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -80,6 +81,9 @@ type Status struct {
 	Wrote bool
 	// Copied names the binaries this Sync copied.
 	Copied []string
+	// Generated is the sha256 of the generated file this Sync left in
+	// place (written or found); zero if it left none.
+	Generated [sha256.Size]byte
 	// At is when the Sync ended.
 	At time.Time
 }
@@ -93,6 +97,9 @@ type Installer struct {
 	Now   func() time.Time // default time.Now
 	// Interlock, if set, is held while anything is written (interlock.go).
 	Interlock *DirLock
+	// Observer, if set, is told of the generated file's writes and of
+	// another writer taking it away (contest.go).
+	Observer ConflistObserver
 
 	node nodeState // watch.go's and stale.go's
 
@@ -116,9 +123,16 @@ func (i *Installer) Status() Status {
 // error the generated file is left as it was (the last good one, or none),
 // and the status says why it is not ready.
 func (i *Installer) Sync(ctx context.Context) (Status, error) {
+	return i.syncHeld(ctx, nil)
+}
+
+// syncHeld is Sync, except that a generated file that needs writing is not
+// written while hold is not nil: the pass fails with hold as its reason
+// (Watch's backoff against another writer, contest.go).
+func (i *Installer) syncHeld(ctx context.Context, hold error) (Status, error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	st, err := i.sync(ctx)
+	st, err := i.sync(ctx, hold)
 	if err != nil {
 		st.Ready, st.Reason = false, err.Error()
 	}
@@ -132,7 +146,7 @@ func (i *Installer) Sync(ctx context.Context) (Status, error) {
 	return st, err
 }
 
-func (i *Installer) sync(ctx context.Context) (Status, error) {
+func (i *Installer) sync(ctx context.Context, hold error) (Status, error) {
 	var st Status
 	if err := i.Cfg.Validate(); err != nil {
 		return st, err
@@ -180,6 +194,9 @@ func (i *Installer) sync(ctx context.Context) (Status, error) {
 	if err != nil {
 		return st, err
 	}
+	if !same && hold != nil {
+		return st, hold
+	}
 	if !same {
 		if i.Adopt != nil {
 			if err := i.Adopt(ctx, p); err != nil {
@@ -191,7 +208,11 @@ func (i *Installer) sync(ctx context.Context) (Status, error) {
 		}
 		i.Log.Info("wrote the generated conflist", "file", path, "primary", p.File, "sha256", p.SHA256, "network", p.List.Name,
 			"networkDirPlugins", len(p.DirPlugins))
+		if i.Observer != nil {
+			i.Observer.ConflistWritten()
+		}
 	}
+	st.Generated = sha256.Sum256(out)
 	i.pinned = st.Primary
 	if files, err = i.inPlace(ctx, p, files); err != nil {
 		return st, err

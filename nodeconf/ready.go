@@ -12,7 +12,8 @@ import (
 // last pass saw: the last pass succeeded, the conf dir is not a stale
 // mount, the generated file is present with the content and mode the agent
 // would write from the primary as it is now (a narrower mode counts as the
-// same), and no file sorts before it. It reads the files but never waits
+// same), and no file sorts before it. A file renamed away by Cilium's
+// exclusive mode is named as such (Taken). It reads the files but never waits
 // for a pass.
 func (i *Installer) Current() error {
 	st := i.Status()
@@ -46,6 +47,13 @@ func (i *Installer) Current() error {
 		return err
 	}
 	if !same {
+		t, err := WhoTook(i.Fs, i.Cfg.ConfDir, i.Cfg.ConfName)
+		switch {
+		case err != nil:
+			return fmt.Errorf("%s is missing or is not what catena-agent writes for %s, and %w", path, p.File, err)
+		case t.By() == TakenByCilium:
+			return t
+		}
 		return fmt.Errorf("%s is missing or is not what catena-agent writes for %s (removed or changed by another writer, or the primary changed since the last pass)", path, p.File)
 	}
 	files, err := ConfFiles(i.Fs, i.Cfg.ConfDir)

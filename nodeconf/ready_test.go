@@ -29,6 +29,11 @@ func TestCurrent(t *testing.T) {
 			require.NoError(t, afero.WriteFile(i.Fs, primary, []byte(bridgeCL+" "), 0o644))
 		}, wantErr: "the primary changed since the last pass"},
 		{name: "primary gone", change: func(t *testing.T, i *Installer) { require.NoError(t, i.Fs.Remove(primary)) }, wantErr: "since the last pass"},
+		{name: "renamed away by Cilium's exclusive mode", change: func(t *testing.T, i *Installer) {
+			require.NoError(t, afero.WriteFile(i.Fs, filepath.Join(confDir, "05-cilium.conflist.tmp"), []byte(ciliumCL), 0o644))
+			require.NoError(t, i.Fs.Rename(filepath.Join(confDir, "05-cilium.conflist.tmp"), filepath.Join(confDir, "05-cilium.conflist")))
+			require.NoError(t, i.Fs.Rename(own, own+CiliumBackup))
+		}, wantErr: "renamed to 00-catena.conflist.cilium_bak by Cilium's exclusive mode (cni.exclusive: true, Cilium's default; its 05-cilium.conflist is in the conf dir)"},
 		{name: "shadowed", change: func(t *testing.T, i *Installer) {
 			require.NoError(t, afero.WriteFile(i.Fs, filepath.Join(confDir, "00-a.conf"), []byte(`{}`), 0o644))
 		}, wantErr: "00-a.conf sorts before"},

@@ -22,9 +22,11 @@ const debounce = 250 * time.Millisecond
 // failed Sync is logged (once per distinct reason) and leaves every file in
 // place. The watch follows a conf dir renamed away and re-created (it also
 // watches the parent, and compares the dir's identity on every pass); the
-// first pass and every resync sweep stale temp files (SweepTemp); a file
-// that keeps being changed by someone else is rewritten with exponential
-// backoff (contest). Watch returns nil when ctx is done, and an error
+// first pass and every resync sweep stale temp files (SweepTemp); a
+// generated file that someone else takes away (Cilium's cni.exclusive
+// renames it to .cilium_bak) is noticed at its event, named in the log and
+// readiness, and rewritten at most once a minute while that goes on
+// (contest). Watch returns nil when ctx is done, and an error
 // wrapping ErrStaleMount when the conf dir is a mount that no longer shows
 // the host's dir; files are never removed, the interlock is released.
 func (i *Installer) Watch(ctx context.Context, resync time.Duration) error {
@@ -45,9 +47,10 @@ func (i *Installer) Watch(ctx context.Context, resync time.Duration) error {
 	tick := time.NewTicker(resync)
 	defer tick.Stop()
 	lastReason := ""
-	c := contest{max: resync, log: i.Log}
-	var pending <-chan time.Time
+	c := contest{i: i, now: time.Now}
+	var pending, rewrite <-chan time.Time
 	pass := func(sweep bool) error {
+		c.seen()
 		arm.rearm(lastReason == "")
 		if err := i.StaleMount(); err != nil {
 			i.setStatus(Status{Reason: err.Error(), At: time.Now()})
@@ -58,7 +61,7 @@ func (i *Installer) Watch(ctx context.Context, resync time.Duration) error {
 				i.Log.Warn("sweeping stale temp files", "error", err)
 			}
 		}
-		st, err := i.Sync(ctx)
+		st, err := i.syncHeld(ctx, c.hold())
 		// A failed pass keeps (or starts) watching the dir the last good
 		// one read: its next write may complete a plugin file. A dir
 		// watched only now may have changed between the pass's read and
@@ -70,13 +73,19 @@ func (i *Installer) Watch(ctx context.Context, resync time.Duration) error {
 		if netDir.follow(follow) && pending == nil {
 			pending = time.After(debounce)
 		}
-		if err != nil && st.Reason != lastReason {
+		switch {
+		case isHeld(err): // the contest logged it
+		case err != nil && st.Reason != lastReason:
 			i.Log.Warn("not ready", "reason", st.Reason)
-		} else if err == nil && lastReason != "" {
+		case err == nil && lastReason != "":
 			i.Log.Info("ready", "primary", st.Primary)
 		}
 		lastReason = st.Reason
-		c.observe(i, st, err)
+		c.observe(st, err)
+		rewrite = nil
+		if d := c.due(); d > 0 {
+			rewrite = time.After(d)
+		}
 		return nil
 	}
 	if err := pass(true); err != nil {
@@ -91,10 +100,16 @@ func (i *Installer) Watch(ctx context.Context, resync time.Duration) error {
 				return fmt.Errorf("watching %s: event channel closed", dir)
 			}
 			name := filepath.Clean(ev.Name)
+			if name == filepath.Join(dir, i.Cfg.ConfName) {
+				c.seen()
+				if d := c.due(); d > 0 && rewrite == nil {
+					rewrite = time.After(d)
+				}
+			}
 			// The interlock's file: its holder may just have released it.
 			if name == dir || (filepath.Dir(name) == dir && (relevant(name) || filepath.Base(name) == LockName && !i.Interlock.Held())) || netDir.relevant(name) {
 				if pending == nil {
-					pending = time.After(c.wait(debounce))
+					pending = time.After(debounce)
 				}
 			}
 		case err, ok := <-w.Errors:
@@ -102,7 +117,12 @@ func (i *Installer) Watch(ctx context.Context, resync time.Duration) error {
 				return fmt.Errorf("watching %s: error channel closed", dir)
 			}
 			i.Log.Warn("watching the conf dir", "dir", dir, "error", err)
-			pending = time.After(c.wait(debounce))
+			pending = time.After(debounce)
+		case <-rewrite:
+			rewrite = nil
+			if err := pass(false); err != nil {
+				return err
+			}
 		case <-pending:
 			pending = nil
 			if err := pass(false); err != nil {

@@ -13,6 +13,8 @@ import (
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/catena-cni/catena/internal/ciliumsim"
 )
 
 // watchDir starts Watch over a real conf dir holding primary, with an
@@ -40,9 +42,10 @@ func watchDir(t *testing.T, dir string, binDir string) (*Installer, *syncBuffer)
 }
 
 // TestWatchBacksOffAnotherWriter: another writer renaming the generated
-// file away every 50 ms (Cilium's cni.exclusive) for 10 s gets a handful of
-// rewrites, not one per rename, a warning per backoff step naming the
-// likely cause, and the status not ready while the file is not in place.
+// file away every 50 ms for 5 s (no Cilium config in the dir) gets one
+// quick rewrite, then none for a minute (not one per rename), one warning
+// naming the cause, and the status not ready while the file is not in
+// place.
 func TestWatchBacksOffAnotherWriter(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "10-a.conflist"), []byte(bridgeCL), 0o644))
@@ -67,16 +70,50 @@ func TestWatchBacksOffAnotherWriter(t *testing.T) {
 			}
 		}
 	}()
-	time.Sleep(10 * time.Second)
+	time.Sleep(5 * time.Second)
 	close(stop)
 	require.Eventually(t, func() bool { return loopDone.Load() == 1 }, time.Second, 10*time.Millisecond)
 	writes := strings.Count(logs.String(), "wrote the generated conflist") - 1 // the first one
-	warns := strings.Count(logs.String(), "another writer")
-	t.Logf("10 s of renames every 50 ms: %d rewrites, %d backoff warnings, not ready at %d of 200 ticks", writes, warns, notReady.Load())
-	assert.LessOrEqual(t, writes, 6)
-	assert.GreaterOrEqual(t, warns, 1)
-	assert.True(t, strings.Contains(logs.String(), "exclusive"), "the warning names the likely cause")
-	assert.Greater(t, notReady.Load(), int32(150), "not ready while the file is renamed away")
+	warns := strings.Count(logs.String(), "level=WARN")
+	t.Logf("5 s of renames every 50 ms: %d rewrites, %d warnings, not ready at %d of 100 ticks", writes, warns, notReady.Load())
+	assert.Equal(t, 1, writes, "one quick rewrite, then at most one a minute")
+	assert.Equal(t, 1, warns, logs.String())
+	assert.Contains(t, logs.String(), "by=other")
+	assert.Contains(t, inst.Status().Reason, "another writer")
+	assert.Greater(t, notReady.Load(), int32(90), "not ready while the file is renamed away")
+}
+
+// TestWatchCiliumExclusive: Cilium's exclusive mode (ciliumsim: its
+// conflist written, every other config renamed to .cilium_bak at start and
+// on every change) is noticed at once, named in the status and the one
+// warning, and the agent does not rewrite within the minute.
+func TestWatchCiliumExclusive(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	cil := &ciliumsim.Exclusive{Dir: dir}
+	simDone := make(chan error, 1)
+	go func() { simDone <- cil.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-simDone)
+	})
+	require.Eventually(t, func() bool { _, err := os.Stat(filepath.Join(dir, ciliumsim.ConfName)); return err == nil }, 2*time.Second, 5*time.Millisecond)
+	start := time.Now()
+	inst, logs := watchDir(t, dir, "")
+	require.Eventually(t, func() bool { return strings.Contains(inst.Status().Reason, "exclusive") }, 2*time.Second, time.Millisecond)
+	detected := time.Since(start)
+	time.Sleep(3 * time.Second)
+	writes := strings.Count(logs.String(), "wrote the generated conflist")
+	t.Logf("detected %s after the agent started; %d write(s) in %s; Cilium renamed %d file(s) in %d pass(es)",
+		detected.Round(time.Millisecond), writes, time.Since(start).Round(time.Second), cil.Renamed.Load(), cil.Passes.Load())
+	assert.Equal(t, 1, writes, "the first write only: the next waits a minute")
+	assert.Equal(t, 1, strings.Count(logs.String(), "level=WARN"), logs.String())
+	assert.Contains(t, logs.String(), "by=cilium")
+	err := inst.Current()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "renamed to "+ownName+".cilium_bak by Cilium's exclusive mode")
+	assert.Contains(t, err.Error(), "cni.exclusive: false")
+	assert.FileExists(t, filepath.Join(dir, ownName+".cilium_bak"))
 }
 
 // TestWatchSweepsStaleTemp: temp files of Catena's own names left by a

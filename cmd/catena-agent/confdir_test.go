@@ -40,6 +40,7 @@ func TestRunFollowsReplacedConfDir(t *testing.T) {
 	}, 2*time.Second, 20*time.Millisecond, "the primary in the new conf dir is wrapped")
 	t.Logf("wrapped in the new dir after %s", time.Since(start).Round(time.Millisecond))
 	assert.Eventually(t, func() bool { c, _ := httpGet(addr, "/readyz"); return c == 200 }, 2*time.Second, 20*time.Millisecond, agentErr.String())
+	assert.NotContains(t, agentErr.String(), "taken away", "a replaced conf dir is no writer taking the file: no backoff")
 }
 
 // TestRunExitsOnStaleMount: the conf dir is a bind mount of a host dir (a

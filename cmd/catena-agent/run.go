@@ -31,7 +31,8 @@ periodic --resync), and serves on --listen-addr:
             and mode the agent would write from the primary as it is now,
             sorting first); 503 with the reason otherwise
   /metrics  Prometheus metrics: operations (from the event journal), records
-            by network and phase, held attachments, reconcile passes
+            by network and phase, held attachments, reconcile passes,
+            writes of the generated conflist and who undid them
 
 Every --reconcile-interval it runs a pass of the node reconciler (as
 catenactl reconcile does): attachments whose sandbox the CRI runtime at
@@ -41,11 +42,17 @@ need teardown are retried with per-record backoff whatever the runtime says.
 
 It holds the conf dir's interlock (.catena-agent.lock, flock) while it runs:
 uninstall waits for it, and it writes nothing while another agent or
-uninstall holds it. A file that another writer keeps changing or removing
-(Cilium's cni.exclusive) is rewritten with exponential backoff up to
---resync, with a warning per step. A conf dir that is a mount whose host
-dir was deleted or renamed (a hostPath bind mount keeps the old inode)
-makes it exit 1, so that kubelet restarts it with a fresh mount.
+uninstall holds it. A generated file that someone else renames away,
+removes or changes after the agent wrote it (Cilium with cni.exclusive:
+true, its default, renames it to <name>.cilium_bak) is noticed at its
+fsnotify event: one warning names the cause and the fix (cni.exclusive:
+false, in Cilium's chaining mode too), /readyz fails with it,
+catena_conflist_undone_total{by="cilium"|"other"} counts it, and the file
+is rewritten after 1 s the first time (Cilium's: after a minute), then at
+most once a minute while it goes on (catena_conflist_backoff_seconds).
+A conf dir that is a mount whose host dir was deleted or renamed (a
+hostPath bind mount keeps the old inode) makes it exit 1, so that kubelet
+restarts it with a fresh mount.
 On SIGTERM it exits leaving every file in place.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -66,6 +73,7 @@ On SIGTERM it exits leaving every file in place.`,
 			if err != nil {
 				return err
 			}
+			inst.Observer = obs.metrics
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
 				return fmt.Errorf("--listen-addr: %w", err)

@@ -62,6 +62,10 @@ with a hint:
                  unchanged, not read, or a problem (run after catena,
                  outside its records; changed since wrapped; a file libcni
                  refuses);
+  conf dir       only if a conflist catena-agent generated was renamed to
+                 <name>.cilium_bak (Cilium's cni.exclusive, its default,
+                 renames every other config so): a problem, naming Cilium and
+                 the fix, while the generated file is not back;
   cache dir      root-owned (the owner catena runs as), dirs 0700, files
                  0600, no symlinks, writable;
   records        no record stuck in teardown (a failed rollback or DEL, or an
@@ -121,6 +125,13 @@ func (a *app) diagnose(ctx context.Context) []check {
 			checks = append(checks, c)
 		}
 		lockTimeout, cacheDir = conf.LockTimeout, conf.CacheDir
+	}
+	confDir := a.netDir
+	if a.confPath != "" {
+		confDir = filepath.Dir(a.confPath)
+	}
+	if c, found := confDirCheck(confDir); found {
+		checks = append(checks, c)
 	}
 	if cacheDir == "" {
 		return append(checks, problem("cache dir", "unknown: the config did not load and --cache-dir is not set",
