@@ -36,7 +36,7 @@ func TestCiliumExclusiveMode(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var mu sync.Mutex
 	var renames []time.Time // of the generated conflist
-	cil := &ciliumsim.Exclusive{Dir: n.confDir, OnRename: func(name string) {
+	cil := &ciliumsim.Exclusive{Dir: n.confDir, BinDir: n.binDir, OnRename: func(name string) {
 		if name == generatedName {
 			mu.Lock()
 			renames = append(renames, time.Now())

@@ -27,7 +27,7 @@ func TestRunCiliumExclusive(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var mu sync.Mutex
 	var renamedAt time.Time
-	cil := &ciliumsim.Exclusive{Dir: n.conf, OnRename: func(name string) {
+	cil := &ciliumsim.Exclusive{Dir: n.conf, BinDir: n.plugins, OnRename: func(name string) {
 		mu.Lock()
 		defer mu.Unlock()
 		if name == defaultConfName && renamedAt.IsZero() {

@@ -36,6 +36,11 @@ const (
 // Exclusive is one Cilium agent in exclusive mode over a conf dir.
 type Exclusive struct {
 	Dir string
+	// BinDir, if set, gets a cilium-cni executable before the first pass,
+	// as Cilium's install puts its plugin in the host's CNI bin dir before
+	// its agent writes the conflist naming it (catena-agent does not wrap
+	// a primary whose plugin binary is missing). The stub fails every call.
+	BinDir string
 	// Renamed counts the files renamed to .cilium_bak.
 	Renamed atomic.Int64
 	// Passes counts the controller's runs.
@@ -55,6 +60,9 @@ func (e *Exclusive) Run(ctx context.Context) error {
 	defer w.Close()
 	if err := w.Add(e.Dir); err != nil {
 		return fmt.Errorf("watching %s: %w", e.Dir, err)
+	}
+	if err := e.installBinary(); err != nil {
+		return err
 	}
 	if err := e.pass(); err != nil {
 		return err
@@ -120,6 +128,22 @@ func (e *Exclusive) pass() error {
 				e.OnRename(name)
 			}
 		}
+	}
+	return nil
+}
+
+// stub is the cilium-cni installBinary writes: every call fails with a CNI
+// error, since nothing in these tests calls it.
+const stub = "#!/bin/sh\necho '{\"cniVersion\":\"0.3.1\",\"code\":999,\"msg\":\"ciliumsim: cilium-cni is a stub\"}'\nexit 1\n"
+
+// installBinary writes the cilium-cni stub into BinDir, if set.
+func (e *Exclusive) installBinary() error {
+	if e.BinDir == "" {
+		return nil
+	}
+	path := filepath.Join(e.BinDir, "cilium-cni")
+	if err := os.WriteFile(path, []byte(stub), 0o755); err != nil {
+		return fmt.Errorf("installing %s: %w", path, err)
 	}
 	return nil
 }
