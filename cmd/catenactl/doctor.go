@@ -55,7 +55,9 @@ with a hint:
   catena plugin  the catena binary is in CNI_PATH and answers VERSION with the
                  config's cniVersion among its supported versions;
   delegate N     likewise for each delegate's binary and the cniVersion
-                 catena calls it with;
+                 catena calls it with; for cniVersion "auto", a version
+                 the binary shares with catena, and which one catena calls
+                 it at;
   network dir    only if <conf dir>/<network>/ exists: its *.conf plugin
                  files, which libcni v1.3 (containerd 2.1+, CRI-O 1.33+) runs
                  after a conflist's own plugins unless the conflist sets
