@@ -44,8 +44,7 @@ func writeFileDurable(fsys afero.Fs, path string, data []byte) error {
 
 // writeFileDurableInfo is writeFileDurable that also returns what fstat
 // said of the new file once its data was synced (the rename keeps it).
-func writeFileDurableInfo(fsys afero.Fs, path string, data []byte) (fi os.FileInfo, err error) {
-	dir := filepath.Dir(path)
+func writeFileDurableInfo(fsys afero.Fs, path string, data []byte) (os.FileInfo, error) {
 	tmp := tempPath(path)
 	f, err := fsys.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, filePerm)
 	if errors.Is(err, fs.ErrExist) {
@@ -57,6 +56,29 @@ func writeFileDurableInfo(fsys afero.Fs, path string, data []byte) (fi os.FileIn
 	if err != nil {
 		return nil, fmt.Errorf("create temp file for %s: %w", path, err)
 	}
+	return replaceWith(fsys, f, tmp, path, data)
+}
+
+// writeFileAtomic is writeFileDurable for writers that hold no lock: its
+// temp file has a unique name (tempName), so two writers of the same path
+// never write into each other's temp; the last rename wins whole.
+func writeFileAtomic(fsys afero.Fs, path string, data []byte) error {
+	tmp, err := tempName(path)
+	if err != nil {
+		return err
+	}
+	f, err := fsys.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, filePerm)
+	if err != nil {
+		return fmt.Errorf("create temp file for %s: %w", path, err)
+	}
+	_, err = replaceWith(fsys, f, tmp, path, data)
+	return err
+}
+
+// replaceWith writes data to the new temp file f at tmp, fsyncs it, renames
+// it over path and fsyncs the directory; on failure the temp is removed.
+func replaceWith(fsys afero.Fs, f afero.File, tmp, path string, data []byte) (fi os.FileInfo, err error) {
+	dir := filepath.Dir(path)
 	renamed := false
 	defer func() {
 		if err != nil && !renamed {

@@ -3,6 +3,7 @@ package cache
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"syscall"
@@ -79,4 +80,30 @@ func checkDirInfo(fi os.FileInfo) error {
 		return fmt.Errorf("is not a directory (%s)", mode.Type())
 	}
 	return nil
+}
+
+// readBounded reads the small cache file at path, never through a symlink:
+// a non-regular file, one open to group or others, or one over max bytes is
+// refused.
+func readBounded(fsys afero.Fs, path string, max int) ([]byte, error) {
+	f, err := openReadNoFollow(fsys, path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRecordInfo(fi); err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(f, int64(max)+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > max {
+		return nil, fmt.Errorf("larger than %d bytes", max)
+	}
+	return data, nil
 }

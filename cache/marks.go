@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"path/filepath"
 	"strings"
@@ -216,26 +215,11 @@ func (m *DiskMarks) read(key Key) (Mark, error) {
 
 // readPath loads the mark at path, never through a symlink.
 func (m *DiskMarks) readPath(path string) (Mark, error) {
-	f, err := openReadNoFollow(m.fs, path)
-	if err != nil {
-		return Mark{}, fmt.Errorf("read mark %s: %w", path, err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return Mark{}, fmt.Errorf("read mark %s: %w", path, err)
-	}
-	if err := checkRecordInfo(fi); err != nil {
-		return Mark{}, fmt.Errorf("read mark %s: %w", path, err)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxMarkSize+1))
+	data, err := readBounded(m.fs, path, maxMarkSize)
 	if err != nil {
 		return Mark{}, fmt.Errorf("read mark %s: %w", path, err)
 	}
 	var mk Mark
-	if len(data) > maxMarkSize {
-		return Mark{}, fmt.Errorf("read mark %s: too large", path)
-	}
 	if err := json.Unmarshal(data, &mk); err != nil {
 		return Mark{}, fmt.Errorf("read mark %s: %w", path, err)
 	}

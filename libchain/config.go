@@ -70,9 +70,15 @@ type NetConf struct {
 
 // Delegate is one link of the chain, as configured.
 type Delegate struct {
-	Index      int
-	Type       string
+	Index int
+	Type  string
+	// CNIVersion is the version the delegate is called at. With Auto it is
+	// "" until the engine resolves it from the binary's VERSION (auto.go).
 	CNIVersion string
+	// Auto: the config says "cniVersion": "auto".
+	Auto bool
+	// probed is the VERSION answer CNIVersion was resolved from.
+	probed *Probed
 	// Capabilities the delegate declares; only these runtimeConfig keys
 	// reach it.
 	Capabilities map[string]bool
@@ -206,7 +212,9 @@ func parseDelegate(i int, data json.RawMessage, parentVersion string) (Delegate,
 		if err := json.Unmarshal(v, &d.CNIVersion); err != nil {
 			return d, configError(field+".cniVersion", "not a string")
 		}
-		if err := checkVersion(field+".cniVersion", d.CNIVersion); err != nil {
+		if d.CNIVersion == AutoVersion {
+			d.CNIVersion, d.Auto = "", true
+		} else if err := checkVersion(field+".cniVersion", d.CNIVersion); err != nil {
 			return d, err
 		}
 	}
@@ -282,6 +290,9 @@ func (d Delegate) Config(name string, runtimeConfig map[string]json.RawMessage) 
 	var err error
 	if out["name"], err = json.Marshal(name); err != nil {
 		return nil, fmt.Errorf("%s: encoding name: %w", d, err)
+	}
+	if d.Auto && d.CNIVersion == "" {
+		return nil, fmt.Errorf("%s: cniVersion %q not resolved from its VERSION", d, AutoVersion)
 	}
 	if out["cniVersion"], err = json.Marshal(d.CNIVersion); err != nil {
 		return nil, fmt.Errorf("%s: encoding cniVersion: %w", d, err)

@@ -33,6 +33,9 @@ type Engine struct {
 	// Orphans, if set, is asked by a DEL that finds no record for the
 	// attachment as the node's primary CNI made it (orphan.go).
 	Orphans OrphanFinder
+	// Versions, if set, resolves the version of each delegate whose
+	// cniVersion is "auto" (auto.go); without it such a delegate fails.
+	Versions VersionProber
 	// Retrier, if set, is asked by KickRetry to start a retry pass of
 	// pending teardowns outside the runtime's call.
 	Retrier RetryKicker
@@ -139,6 +142,10 @@ func (e *Engine) add(ctx context.Context, req Request) (types.Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Before any lock or hold: a VERSION not cached yet may take a while.
+	if req, err = e.resolveAll(ctx, req, "ADD"); err != nil {
+		return nil, err
+	}
 	// No GC lists the network until this ADD's record is written: from
 	// then on a GC's listing sees it (barrier.go).
 	hold, err := e.holdNetwork(ctx, req, "ADD", false)
@@ -221,6 +228,9 @@ func (e *Engine) callAdd(ctx context.Context, req Request, s *cache.Step, stdin 
 	res, err := e.Exec.Add(dctx, Call{Verb: "ADD", Type: s.Type, Config: stdin, Args: req.Args})
 	traceOf(ctx).call(s.Index, s.Type, "ADD", e.now().Sub(start), err)
 	if err != nil {
+		if s.Index >= 0 && s.Index < len(req.Conf.Delegates) {
+			err = e.disowned(req.Conf.Delegates[s.Index], err)
+		}
 		if isTimeout(err) && dctx.Err() != nil && ctx.Err() == nil {
 			err = fmt.Errorf("timed out after %s (delegateTimeout), outcome unknown: %w", req.Conf.DelegateTimeout, err)
 		}

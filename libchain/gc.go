@@ -256,6 +256,11 @@ func (e *Engine) forwardGC(ctx context.Context, req Request, valid []Attachment)
 	}
 	var errs []error
 	for _, d := range req.Conf.Delegates {
+		d, err := e.resolve(ctx, req, d)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		if !atLeast(d.CNIVersion, "1.1.0") {
 			continue
 		}

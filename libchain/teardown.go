@@ -163,8 +163,11 @@ func (e *Engine) recoverCorrupt(ctx context.Context, req Request, key cache.Key,
 		"attachment", key.String(), "cause", cause)
 	ctx = context.WithoutCancel(ctx)
 	for i := len(req.Conf.Delegates) - 1; i >= 0; i-- {
-		d := req.Conf.Delegates[i]
-		fields, err := d.Config(req.Conf.Name, req.Conf.RuntimeConfig)
+		d, err := e.resolve(ctx, req, req.Conf.Delegates[i])
+		var fields map[string]json.RawMessage
+		if err == nil {
+			fields, err = d.Config(req.Conf.Name, req.Conf.RuntimeConfig)
+		}
 		var stdin []byte
 		if err == nil {
 			stdin, err = json.Marshal(fields)

@@ -73,6 +73,10 @@ func (e *Engine) status(ctx context.Context, req Request) error {
 			return cniErrorCode(types.ErrPluginNotAvailable, "STATUS of network %q: catena cannot record attachments: %w", req.Conf.Name, err)
 		}
 	}
+	req, err := e.resolveAll(ctx, req, "STATUS")
+	if err != nil {
+		return err
+	}
 	for _, d := range req.Conf.Delegates {
 		if !atLeast(d.CNIVersion, "1.1.0") {
 			continue
@@ -126,6 +130,7 @@ func (e *Engine) runPlain(ctx context.Context, req Request, d Delegate, verb str
 	err = e.Exec.Run(dctx, Call{Verb: verb, Type: d.Type, Config: stdin, Args: RuntimeArgs{Path: req.Args.Path}})
 	traceOf(ctx).call(d.Index, d.Type, verb, e.now().Sub(start), err)
 	if err != nil {
+		err = e.disowned(d, err)
 		return &delegateError{Verb: verb, Delegate: d.String(), Err: err}
 	}
 	return nil

@@ -56,7 +56,10 @@ func (c Config) Validate() error {
 	case c.BinDir != "" && c.SourceDir == "":
 		return errors.New("a CNI bin dir needs a source dir of binaries")
 	}
-	return c.NetworkDir.Validate()
+	if err := c.NetworkDir.Validate(); err != nil {
+		return err
+	}
+	return c.Catena.DelegateVersions.Validate()
 }
 
 // Adopter gives a record to each attachment the primary made that Catena

@@ -3,6 +3,7 @@ package nodeconf
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/catena-cni/catena/libchain"
@@ -22,6 +23,39 @@ type CatenaOptions struct {
 	// --results-dir), so that a DEL with no record adopts the primary's
 	// attachment there.
 	LibcniResultsDir string
+	// DelegateVersions is how the delegates' versions are chosen (the
+	// agent's --delegate-versions); "" is DelegateVersionsPrimary.
+	DelegateVersions DelegateVersionsMode
+}
+
+// DelegateVersionsMode says at which CNI version Catena calls the wrapped
+// primary's plugins.
+type DelegateVersionsMode string
+
+const (
+	// DelegateVersionsAuto: every delegate's cniVersion is "auto" (Catena
+	// calls each at the highest version its binary's VERSION and Catena
+	// share), and the generated file offers the runtime CNI 1.1.0 besides
+	// the primary's versions (cniVersions), so that a runtime that knows
+	// 1.1.0 calls Catena at it and sends it STATUS and GC. The agent's
+	// default.
+	DelegateVersionsAuto DelegateVersionsMode = "auto"
+	// DelegateVersionsPrimary: the primary's versions as written; every
+	// delegate inherits the version the runtime picks from them.
+	DelegateVersionsPrimary DelegateVersionsMode = "primary"
+)
+
+// offered is the CNI version the generated file offers the runtime with
+// DelegateVersionsAuto: the newest Catena speaks.
+const offered = "1.1.0"
+
+// Validate accepts "", auto and primary.
+func (m DelegateVersionsMode) Validate() error {
+	switch m {
+	case "", DelegateVersionsAuto, DelegateVersionsPrimary:
+		return nil
+	}
+	return fmt.Errorf("delegate versions %q: must be auto or primary", string(m))
 }
 
 // catenaPlugin is the one plugin of the generated conflist.
@@ -87,7 +121,7 @@ func Wrap(p *Primary, opts CatenaOptions) ([]byte, error) {
 				caps[k] = true
 			}
 		}
-		d, err := inheriting(raw)
+		d, err := inheriting(raw, opts.DelegateVersions == DelegateVersionsAuto)
 		if err != nil {
 			return nil, fmt.Errorf("wrapping %s: plugin %d: %w", p.File, n, err)
 		}
@@ -106,6 +140,7 @@ func Wrap(p *Primary, opts CatenaOptions) ([]byte, error) {
 		// See CatenaOptions.
 		LibcniResultsDir: opts.LibcniResultsDir,
 	}
+	var err error
 	if opts.LibcniResultsDir != "" {
 		plugin.LibcniNetworkDirPlugins = len(p.DirPlugins)
 	}
@@ -116,9 +151,15 @@ func Wrap(p *Primary, opts CatenaOptions) ([]byte, error) {
 	for _, dp := range p.DirPlugins {
 		marker.NetworkDir = append(marker.NetworkDir, MarkedFile{File: dp.File, SHA256: dp.SHA256})
 	}
+	cniVersions := p.versions.CNIVersions
+	if opts.DelegateVersions == DelegateVersionsAuto {
+		if cniVersions, err = offering(p, offered); err != nil {
+			return nil, fmt.Errorf("wrapping %s: %w", p.File, err)
+		}
+	}
 	out, err := json.MarshalIndent(generated{
 		CNIVersion:             p.versions.CNIVersion,
-		CNIVersions:            p.versions.CNIVersions,
+		CNIVersions:            cniVersions,
 		Name:                   p.List.Name,
 		DisableCheck:           p.List.DisableCheck,
 		DisableGC:              p.List.DisableGC,
@@ -147,19 +188,53 @@ func duration(d time.Duration) string {
 // inheriting returns a plugin config without the name and cniVersion that
 // libcni overrides in every plugin with the list's (buildOneConfig): as a
 // delegate, it then inherits catena's, which the runtime sets to the
-// list's, where catena would honour a delegate's own cniVersion. A config
-// without either is returned as is.
-func inheriting(raw json.RawMessage) (json.RawMessage, error) {
+// list's, where catena would honour a delegate's own cniVersion. With auto
+// its cniVersion is "auto" instead: catena asks the binary. A config
+// without either, and not auto, is returned as is.
+func inheriting(raw json.RawMessage, auto bool) (json.RawMessage, error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil {
 		return nil, err
 	}
 	_, hasName := fields["name"]
 	_, hasVersion := fields["cniVersion"]
-	if !hasName && !hasVersion {
+	if !hasName && !hasVersion && !auto {
 		return raw, nil
 	}
 	delete(fields, "name")
 	delete(fields, "cniVersion")
+	if auto {
+		fields["cniVersion"] = json.RawMessage(`"` + libchain.AutoVersion + `"`)
+	}
 	return json.Marshal(fields)
+}
+
+// offering returns the cniVersions of the generated file that offers the
+// runtime v besides p's own versions: p's cniVersions as written with v
+// appended, or [p's cniVersion, v]; p's own when they hold v already. Its
+// cniVersion stays p's: a runtime whose libcni predates cniVersions (1.1,
+// in containerd 1.6) refuses a cniVersion it does not know, and one that
+// knows cniVersions picks the highest of both it supports.
+func offering(p *Primary, v string) (json.RawMessage, error) {
+	var (
+		own  string
+		list []string
+	)
+	if len(p.versions.CNIVersion) > 0 {
+		if err := json.Unmarshal(p.versions.CNIVersion, &own); err != nil {
+			return nil, fmt.Errorf("cniVersion: %w", err)
+		}
+	}
+	if len(p.versions.CNIVersions) > 0 {
+		if err := json.Unmarshal(p.versions.CNIVersions, &list); err != nil {
+			return nil, fmt.Errorf("cniVersions: %w", err)
+		}
+	}
+	if own == v || slices.Contains(list, v) {
+		return p.versions.CNIVersions, nil
+	}
+	if len(list) == 0 && own != "" {
+		list = []string{own}
+	}
+	return json.Marshal(append(list, v))
 }

@@ -48,10 +48,12 @@ func NewNode(c NodeConfig) (*Reconciler, *CRILister, error) {
 	}
 	store := cache.NewDiskStore(afero.NewOsFs(), c.CacheDir, cache.NewFlockLocker(filepath.Join(c.CacheDir, cache.LocksDir)))
 	events := &libchain.EventJournal{CacheDir: c.CacheDir}
+	exec := &libchain.InvokeExecutor{Exec: &libchain.ProcExec{Stderr: c.DelegateStderr}}
 	eng := &libchain.Engine{
-		Store: store,
-		Exec:  &libchain.InvokeExecutor{Exec: &libchain.ProcExec{Stderr: c.DelegateStderr}},
-		Log:   log,
+		Store:    store,
+		Exec:     exec,
+		Versions: libchain.NewCachedProber(exec, afero.NewOsFs(), c.CacheDir, log),
+		Log:      log,
 		OnOp: func(op libchain.Op) {
 			if err := events.Append(op); err != nil {
 				log.Warn("event journal", "error", err)

@@ -13,6 +13,9 @@
 #                                               (scripts/install-containerd.sh)
 #   buildah, for `make image`                   (scripts/install-buildah.sh)
 #   bin/k8s/   etcd and the Kubernetes components (scripts/install-k8s.sh)
+#   /usr/lib/cni/  Debian 12's reference plugins (apt containernetworking-plugins,
+#              1.1.1: VERSION answers at most 1.0.0), which TestAutoVersions
+#              drives through "cniVersion": "auto"
 #
 # About 15 minutes cold on 2 cores (Kubernetes is most of it); seconds warm.
 set -euo pipefail
@@ -20,6 +23,10 @@ set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 bash "${repo}/scripts/install-demo-deps.sh"
+# shellcheck source=scripts/lib.sh
+. "${repo}/scripts/lib.sh"
+log() { printf 'install-deps: %s\n' "$*" >&2; }
+ensure_apt_pkgs containernetworking-plugins
 bash "${repo}/scripts/install-flannel.sh"
 bash "${repo}/scripts/install-containerd.sh"
 bash "${repo}/scripts/install-buildah.sh"

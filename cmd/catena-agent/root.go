@@ -65,7 +65,10 @@ It reads the primary's network config (the file the runtime would load: the
 lexically first .conf, .conflist or .json in the conf dir, or --primary-conf),
 and writes --conf-name (default ` + defaultConfName + `, which sorts first) in
 the same dir: the primary's name, cniVersion, disableCheck and disableGC, and one
-plugin, catena, whose delegates are the primary's plugins verbatim. The file
+plugin, catena, whose delegates are the primary's plugins verbatim. With
+--delegate-versions auto (the default) each delegate's cniVersion is "auto" and
+the file's cniVersions adds 1.1.0 to the primary's versions: Catena speaks 1.1.0
+to the runtime and calls each plugin at what its binary supports. The file
 carries a marker ("catena.dev/generated") naming the primary and its sha256.
 It copies catena and catenactl into the CNI bin dir, and, before each write of
 the generated file and on every pass after it, adopts the attachments the
@@ -110,6 +113,8 @@ type installFlags struct {
 	logLevel   string
 	networkDir string
 	cniPath    string
+	// delegateVersions is --delegate-versions (nodeconf.DelegateVersionsMode).
+	delegateVersions string
 	// onAdopt, if set, receives each adoption's report (run's metrics).
 	onAdopt func(adopt.Report)
 }
@@ -134,6 +139,8 @@ func (f *installFlags) register(cmd *cobra.Command, e env) {
 	fl.DurationVar(&c.GCGracePeriod, "gc-grace-period", 0, "Catena's gcGracePeriod (0: Catena's default, "+libchain.DefaultGCGracePeriod.String()+")")
 	fl.StringVar(&c.LogFile, "catena-log-file", "", "Catena's logFile (\"\": stderr of the runtime)")
 	fl.StringVar(&c.LogLevel, "catena-log-level", "", "Catena's logLevel (\"\": Catena's default)")
+	fl.StringVar(&f.delegateVersions, "delegate-versions", string(nodeconf.DelegateVersionsAuto),
+		"auto: each delegate's cniVersion is \"auto\" (Catena asks each binary's VERSION once and calls it at the highest version both support) and the generated file offers the runtime CNI 1.1.0 in cniVersions besides the primary's versions, so that a runtime with libcni 1.2 or later sends Catena STATUS and GC; primary: the primary's versions as written, every delegate called at the one the runtime picks")
 }
 
 // logger returns the agent's own logger, on stderr.
@@ -148,6 +155,7 @@ func (f *installFlags) logger(w io.Writer) (*slog.Logger, error) {
 // installer builds the Installer the flags describe.
 func (f *installFlags) installer(e env, cmdName string) (*nodeconf.Installer, error) {
 	f.cfg.NetworkDir = nodeconf.NetworkDirMode(f.networkDir)
+	f.cfg.Catena.DelegateVersions = nodeconf.DelegateVersionsMode(f.delegateVersions)
 	if err := f.cfg.Validate(); err != nil {
 		return nil, &cli.UsageError{Err: err}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/containernetworking/cni/pkg/invoke"
+	"github.com/containernetworking/cni/pkg/version"
 	"github.com/spf13/cobra"
 
 	"github.com/catena-cni/catena/libchain"
@@ -54,7 +55,9 @@ with a hint:
   catena plugin  the catena binary is in CNI_PATH and answers VERSION with the
                  config's cniVersion among its supported versions;
   delegate N     likewise for each delegate's binary and the cniVersion
-                 catena calls it with;
+                 catena calls it with; for cniVersion "auto", a version
+                 the binary shares with catena, and which one catena calls
+                 it at;
   network dir    only if <conf dir>/<network>/ exists: its *.conf plugin
                  files, which libcni v1.3 (containerd 2.1+, CRI-O 1.33+) runs
                  after a conflist's own plugins unless the conflist sets
@@ -119,7 +122,11 @@ func (a *app) diagnose(ctx context.Context) []check {
 		checks = append(checks, pluginCheck(ctx, "catena plugin", "catena", conf.CNIVersion, cniPath, "the network's cniVersion"))
 		for _, d := range conf.Delegates {
 			field := fmt.Sprintf("delegates[%d].cniVersion", d.Index)
-			checks = append(checks, pluginCheck(ctx, d.String(), d.Type, d.CNIVersion, cniPath, field))
+			want := d.CNIVersion
+			if d.Auto {
+				want = libchain.AutoVersion
+			}
+			checks = append(checks, pluginCheck(ctx, d.String(), d.Type, want, cniPath, field))
 		}
 		if c, found := networkDirCheck(path, conf.Name); found {
 			checks = append(checks, c)
@@ -145,7 +152,8 @@ func (a *app) diagnose(ctx context.Context) []check {
 }
 
 // pluginCheck finds plugin typ in cniPath and asks it VERSION: it must
-// support want, the version catena calls it with.
+// support want, the version catena calls it with; with want "auto", it must
+// share a version with catena, and the check says which catena calls it at.
 func pluginCheck(ctx context.Context, name, typ, want, cniPath, field string) check {
 	dirs := libchain.CNIPathDirs(cniPath)
 	p, err := invoke.FindInPath(typ, dirs)
@@ -155,7 +163,11 @@ func pluginCheck(ctx context.Context, name, typ, want, cniPath, field string) ch
 	}
 	vctx, cancel := context.WithTimeout(ctx, versionTimeout)
 	defer cancel()
-	stdin := fmt.Appendf(nil, `{"cniVersion":%q}`, want)
+	asked := want
+	if want == libchain.AutoVersion {
+		asked = version.Current()
+	}
+	stdin := fmt.Appendf(nil, `{"cniVersion":%q}`, asked)
 	e := &libchain.ProcExec{}
 	env := (&invoke.Args{Command: "VERSION", NetNS: "dummy", IfName: "dummy", Path: cniPath}).AsEnv()
 	out, err := e.ExecPlugin(vctx, p, stdin, env)
@@ -169,6 +181,14 @@ func pluginCheck(ctx context.Context, name, typ, want, cniPath, field string) ch
 			"replace it with a CNI plugin build")
 	}
 	supported := info.SupportedVersions()
+	if want == libchain.AutoVersion {
+		v, err := libchain.Negotiate(supported)
+		if err != nil {
+			return problem(name, fmt.Sprintf("%s: cniVersion auto: %v: catena refuses to call it", p, err),
+				fmt.Sprintf("upgrade the plugin, or set %s to a version it supports", field))
+		}
+		return ok(name, fmt.Sprintf("%s supports %s: catena calls it at %s (cniVersion auto)", p, strings.Join(supported, ", "), v))
+	}
 	if !slices.Contains(supported, want) {
 		return problem(name, fmt.Sprintf("%s supports %s, not cniVersion %s that catena calls it with", p, strings.Join(supported, ", "), want),
 			fmt.Sprintf("upgrade the plugin, or set %s to a version it supports", field))

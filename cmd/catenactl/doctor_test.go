@@ -181,3 +181,25 @@ func TestDoctorWithoutConfig(t *testing.T) {
 	assert.Equal(t, "records", res.Checks[2].Check)
 	assert.Equal(t, statusProblem, res.Checks[2].Status)
 }
+
+// TestDoctorAutoDelegate: a delegate whose cniVersion is "auto" is checked
+// for a version it shares with catena, and the check names the one catena
+// calls it at; one that shares none is a problem.
+func TestDoctorAutoDelegate(t *testing.T) {
+	f := newFixture(t, "okplug")
+	f.writeConf("10-podnet.conflist", fmt.Sprintf(`{"cniVersion":"1.1.0","name":%q,"plugins":[
+		{"type":"catena","cacheDir":%q,"delegates":[{"type":"oldplug","cniVersion":"auto"},{"type":"okplug","cniVersion":"auto"}]}]}`, testNet, f.cacheDir))
+	checks, _, code := doctorChecks(t, f)
+	assert.Equal(t, 0, code)
+	assert.Equal(t, statusOK, checks["delegate 0 (oldplug)"].Status)
+	assert.Contains(t, checks["delegate 0 (oldplug)"].Detail, "supports 0.3.1: catena calls it at 0.3.1 (cniVersion auto)")
+	assert.Contains(t, checks["delegate 1 (okplug)"].Detail, "catena calls it at 1.1.0 (cniVersion auto)")
+
+	require.NoError(t, os.WriteFile(filepath.Join(f.cniDir, "oldplug"), []byte("#!/bin/sh\necho '{\"cniVersion\":\"9.0.0\",\"supportedVersions\":[\"9.0.0\"]}'\n"), 0o755))
+	checks, _, code = doctorChecks(t, f)
+	assert.Equal(t, 1, code)
+	c := checks["delegate 0 (oldplug)"]
+	assert.Equal(t, statusProblem, c.Status)
+	assert.Contains(t, c.Detail, "none of which catena converts")
+	assert.Contains(t, c.Hint, "delegates[0].cniVersion")
+}

@@ -157,10 +157,12 @@ func (a *app) engine() (*libchain.Engine, libchain.Request, func() error, error)
 		return nil, libchain.Request{}, nil, fmt.Errorf("opening the log of network %q: %w", conf.Name, err)
 	}
 	events := &libchain.EventJournal{CacheDir: conf.CacheDir}
+	exec := &libchain.InvokeExecutor{Exec: &libchain.ProcExec{Stderr: a.stderr}}
 	eng := &libchain.Engine{
-		Store: store(conf.CacheDir),
-		Exec:  &libchain.InvokeExecutor{Exec: &libchain.ProcExec{Stderr: a.stderr}},
-		Log:   log,
+		Store:    store(conf.CacheDir),
+		Exec:     exec,
+		Versions: libchain.NewCachedProber(exec, afero.NewOsFs(), conf.CacheDir, log),
+		Log:      log,
 		OnOp: func(op libchain.Op) {
 			if err := events.Append(op); err != nil {
 				log.Warn("event journal", "error", err)
