@@ -86,6 +86,40 @@ func versionCalls(t *testing.T, cacheDir string) []libchain.OpCall {
 	return calls
 }
 
+// checkPortmap checks a CHECK's outcome: none, but with Debian's portmap
+// (1.1.1), whose CHECK fails on a host with ip6tables for a container with
+// no IPv6 ("could not check ipv6 dnat: chain ... not found"; fixed
+// upstream since), its error, from portmap itself: catena reached it at
+// 1.0.0 with a prevResult it accepted. TestDebianPortmapCheck shows the
+// same error without catena.
+func checkPortmap(t *testing.T, err error, portmapDir string) {
+	t.Helper()
+	if portmapDir != debianCNI {
+		require.NoError(t, err)
+		return
+	}
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "(portmap) CHECK failed: could not check ipv6 dnat: chain CNI-DN-")
+}
+
+// TestDebianPortmapCheck: Debian 12's portmap fails CHECK here as a plain
+// 1.0.0 conflist's last plugin too, without catena (see checkPortmap).
+func TestDebianPortmapCheck(t *testing.T) {
+	requireDebianPlugins(t)
+	w := newWorld(t)
+	dir := w.cniDirOf(map[string]string{"bridge": debianCNI, "host-local": debianCNI, "portmap": debianCNI})
+	rtm := libcni.NewCNIConfigWithCacheDir([]string{dir}, filepath.Join(t.TempDir(), "libcni"), nil)
+	list := w.plainList("plain-"+w.id, "1.0.0", w.bridgeDelegate(), portmapDelegate)
+	rt := w.rt(w.id+"-p", portMapping(int(hostPort())))
+	_, err := rtm.AddNetworkList(bg, list, rt)
+	require.NoError(t, err)
+	err = rtm.CheckNetworkList(bg, list, rt)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "could not check ipv6 dnat: chain CNI-DN-")
+	require.NoError(t, rtm.DelNetworkList(bg, list, rt))
+	assert.Zero(t, iptablesMentions(t, rt.ContainerID))
+}
+
 const autoTuning = `{"type":"tuning","sysctl":{"net.core.somaxconn":"1024"}}`
 
 // TestAutoVersions: a 1.1.0 catena conflist over delegates whose
@@ -180,7 +214,7 @@ func TestAutoVersions(t *testing.T) {
 			assert.Equal(t, tc.called, answered, "each answered in the version it was called at")
 			assert.Len(t, versionCalls(t, w.cacheDir), 3, "the ADD asked no VERSION: cached")
 
-			require.NoError(t, rtm.CheckNetworkList(bg, list, rt))
+			checkPortmap(t, rtm.CheckNetworkList(bg, list, rt), tc.from["portmap"])
 			require.NoError(t, rtm.GCNetworkList(bg, list, valid(rt)))
 			require.Len(t, w.records(net), 1, "GC keeps the valid attachment")
 
@@ -272,7 +306,7 @@ func TestAutoFlannelWrapped(t *testing.T) {
 	assert.Len(t, f.cacheFiles(), 1, "flannel cached its delegate config")
 	assert.Positive(t, iptablesMentions(t, rt.ContainerID), "portmap ran")
 
-	require.NoError(t, rtm.CheckNetworkList(bg, list, rt))
+	checkPortmap(t, rtm.CheckNetworkList(bg, list, rt), debianCNI)
 	require.NoError(t, rtm.GetStatusNetworkList(bg, list))
 	require.NoError(t, rtm.GCNetworkList(bg, list, valid(rt)))
 	require.NoError(t, rtm.DelNetworkList(bg, list, rt))
