@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/containernetworking/cni/libcni"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -33,6 +35,14 @@ type world struct {
 	cni      *libcni.CNIConfig
 }
 
+// worldSubnet is the n-th world's /24 in a test process: 10.<150 + pid%50,
+// plus one for each 256 worlds>.<n%256>.0/24. The integration tests make
+// more than 255 worlds (a fresh-clone run reached 10.160.260.0/24, which
+// bridge refused).
+func worldSubnet(pid, n int) string {
+	return fmt.Sprintf("10.%d.%d.0/24", 150+pid%50+n/256, n%256)
+}
+
 func newWorld(t *testing.T) *world {
 	t.Helper()
 	requireRoot(t)
@@ -42,7 +52,7 @@ func newWorld(t *testing.T) *world {
 		t:      t,
 		id:     id,
 		bridge: fmt.Sprintf("cbr%d%d", os.Getpid()%10000, n),
-		subnet: fmt.Sprintf("10.%d.%d.0/24", 150+os.Getpid()%50, n),
+		subnet: worldSubnet(os.Getpid(), int(n)),
 	}
 	tmp := t.TempDir()
 	w.ipamDir = filepath.Join(tmp, "ipam")
@@ -229,3 +239,20 @@ func readRecord(t *testing.T, path string) map[string]any {
 }
 
 var bg = context.Background()
+
+func TestWorldSubnetIsValid(t *testing.T) {
+	for _, tc := range []struct {
+		pid, n int
+		want   string
+	}{
+		{100, 1, "10.150.1.0/24"},
+		{149, 255, "10.199.255.0/24"},
+		{149, 256, "10.200.0.0/24"},
+		{100, 600, "10.152.88.0/24"},
+	} {
+		got := worldSubnet(tc.pid, tc.n)
+		assert.Equal(t, tc.want, got)
+		_, _, err := net.ParseCIDR(got)
+		assert.NoError(t, err)
+	}
+}
