@@ -57,8 +57,9 @@ type seedFigures struct {
 // then the node switched to flannel's own plugin, Catena installed over it
 // again (its ConfigMap's reconcile interval and grace shortened), and
 // flannel's seed failure, a crash, the reconciler and a missing
-// subnet.env; in one bring-up. Each scenario prints a K8S-SUMMARY line
-// with its figures; the host is checked at the end.
+// subnet.env; last, a 5-minute chaos soak on flannel's network
+// (k8s_soak_test.go); in one bring-up. Each scenario prints a K8S-SUMMARY
+// line with its figures; the host is checked at the end.
 func TestKubernetesNode(t *testing.T) {
 	c, tm := startK8sCluster(t)
 	summary("bring-up", "API server ready %s, node Ready %s, default ServiceAccount %s",
@@ -89,11 +90,24 @@ func TestKubernetesNode(t *testing.T) {
 		{"flannel crash", r.flannelCrash},
 		{"flannel reconciler", r.flannelReconciler},
 		{"flannel subnet.env", r.flannelSubnetEnvMissing},
+		{"soak", r.soak},
 	} {
+		if !scenarioSelected(s.name) {
+			continue
+		}
 		if !t.Run(s.name, s.fn) {
 			t.FailNow()
 		}
 	}
+}
+
+// k8sScenariosEnv names the scenarios to run, comma-separated, in their
+// order here (make soak runs "soak" alone); unset, every scenario runs.
+const k8sScenariosEnv = "CATENA_K8S_SCENARIOS"
+
+func scenarioSelected(name string) bool {
+	v := os.Getenv(k8sScenariosEnv)
+	return v == "" || slices.Contains(strings.Split(v, ","), name)
 }
 
 // imageTag is the tag of the image `make image` built (bin/catena-image.ref).

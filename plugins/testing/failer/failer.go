@@ -39,6 +39,7 @@ type NetConf struct {
 	FailStatus     bool   `json:"failStatus,omitempty"`
 	ErrorCode      *uint  `json:"errorCode,omitempty"`
 	FaultFile      string `json:"faultFile,omitempty"`
+	FaultDir       string `json:"faultDir,omitempty"`
 	HangAdd        string `json:"hangAdd,omitempty"`
 	HangGC         string `json:"hangGC,omitempty"`
 	WaitFile       string `json:"waitFile,omitempty"`
@@ -139,15 +140,7 @@ func (c *NetConf) faultActive() (bool, error) {
 	if c.FaultFile == "" {
 		return true, nil
 	}
-	_, err := os.Stat(c.FaultFile)
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, fs.ErrNotExist):
-		return false, nil
-	default:
-		return false, fmt.Errorf("failer: stat faultFile %s: %w", c.FaultFile, err)
-	}
+	return exists(c.FaultFile)
 }
 
 // injected returns the CNI error for an injected failure of verb.
@@ -229,6 +222,9 @@ func cmdAdd(args *skel.CmdArgs, out io.Writer) error {
 func add(args *skel.CmdArgs) (types.Result, error) {
 	conf, err := load("ADD", args)
 	if err != nil {
+		return nil, err
+	}
+	if err := conf.applyDirFaults("ADD", args); err != nil {
 		return nil, err
 	}
 	if conf.PidFile != "" {
@@ -356,6 +352,9 @@ func syncDir(dir string) error {
 func cmdDel(args *skel.CmdArgs) error {
 	conf, err := load("DEL", args)
 	if err != nil {
+		return err
+	}
+	if err := conf.applyDirFaults("DEL", args); err != nil {
 		return err
 	}
 	active, err := conf.faultActive()

@@ -8,6 +8,10 @@
 //	failStatus                   bool   fail STATUS with code 50 (plugin not available)
 //	errorCode                    uint   code for injected failures (default 100)
 //	faultFile                    string fail* flags apply only while this file exists
+//	faultDir                     string files in it turn faults on while they exist:
+//	                                    fail-add, fail-del fail the verb; hang-add, hang-del
+//	                                    sleep the duration they hold first; kill-add sends
+//	                                    SIGKILL to the parent if it is catena (faultdir.go)
 //	hangAdd                      string duration to sleep before answering ADD
 //	hangGC                       string duration GC sleeps, after logging its invocation
 //	                                    and before its GC-VALID line (see logFile)
