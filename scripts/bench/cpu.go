@@ -51,6 +51,7 @@ type cpuKind struct {
 	attach func(round int) string
 	// stdin is the config; prev is the result of the round's ADD.
 	stdin func(prev []byte) []byte
+	cache string // catena's cacheDir
 }
 
 // cpuSample is one run of one kind.
@@ -75,12 +76,13 @@ type cpuResult struct {
 // cpuEnv is what the phase runs in: its own cacheDir and netns.
 type cpuEnv struct {
 	dir, cache, netns, network string
+	cniPath                    string // where the noops are
 	perf                       string // perf's path, "" if it cannot count
 }
 
 func (b *bench) cpu(ctx context.Context) (_ *cpuResult, err error) {
 	o := b.opts
-	env := &cpuEnv{dir: filepath.Join(b.tmp, "cpu"), network: fmt.Sprintf("catena-bench-cpu-%d", os.Getpid())}
+	env := &cpuEnv{dir: filepath.Join(b.tmp, "cpu"), network: fmt.Sprintf("catena-bench-cpu-%d", os.Getpid()), cniPath: o.cniPath}
 	env.cache = filepath.Join(env.dir, "cache")
 	if err := os.MkdirAll(env.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("(f) %w", err)
@@ -114,7 +116,7 @@ func (b *bench) cpu(ctx context.Context) (_ *cpuResult, err error) {
 				return nil, fmt.Errorf("interrupted: %w", err)
 			}
 			var prev []byte
-			for _, kind := range res.kinds {
+			for _, kind := range inTurn(res.kinds, round) {
 				attach := ""
 				if kind.attach != nil {
 					attach = fmt.Sprintf("%s-%d", kind.attach(round), k)
@@ -128,7 +130,7 @@ func (b *bench) cpu(ctx context.Context) (_ *cpuResult, err error) {
 					prev = out
 				}
 				if round == 0 && k == 0 && kind.catena {
-					if res.calls[kind.name], err = env.delegateCalls(start); err != nil {
+					if res.calls[kind.name], err = delegateCalls(kind.cache, start); err != nil {
 						return nil, fmt.Errorf("(f) %s: %w", kind.name, err)
 					}
 				}
@@ -151,39 +153,72 @@ func (b *bench) cpu(ctx context.Context) (_ *cpuResult, err error) {
 }
 
 // cpuKinds lists the calls of one round, in order: the ADD comes before the
-// CHECK and DEL of its attachment.
+// CHECK and DEL of its attachment. With -cpu-alt, a second catena binary
+// ("alt") runs the same calls on a cacheDir of its own, in the same rounds.
 func (b *bench) cpuKinds(env *cpuEnv) []cpuKind {
 	bin := func(name string) string { return filepath.Join(b.opts.cniPath, name) }
-	conf := fmt.Sprintf(`{"cniVersion":"1.1.0","name":%q,"type":"catena","cacheDir":%q,`+
-		`"delegates":[{"type":"noop"},{"type":"noop"},{"type":"noop"}]`, env.network, env.cache)
 	noopConf := fmt.Appendf(nil, `{"cniVersion":"1.1.0","name":%q,"type":"noop"}`, env.network)
+	noop := func([]byte) []byte { return noopConf }
+	kinds := []cpuKind{{name: "minimal", bin: bin("minimal"), stdin: noop}}
+	for _, v := range []string{"ADD", "DEL", "CHECK", "STATUS", "GC"} {
+		kinds = append(kinds, cpuKind{name: "noop " + v, bin: bin("noop"), verb: v, stdin: noop})
+	}
+	kinds = append(kinds, catenaKinds("catena", bin("catena"), env.network, env.cache)...)
+	if b.opts.cpuAlt != "" {
+		kinds = append(kinds, catenaKinds("alt", b.opts.cpuAlt, env.network, env.cache+"-alt")...)
+	}
+	return kinds
+}
+
+// inTurn is kinds in the order of round: with "alt" kinds, every other
+// round runs them before catena's, so that neither always runs first.
+func inTurn(kinds []cpuKind, round int) []cpuKind {
+	if round%2 == 0 {
+		return kinds
+	}
+	var head, cat, alt []cpuKind
+	for _, k := range kinds {
+		switch {
+		case strings.HasPrefix(k.name, "catena "):
+			cat = append(cat, k)
+		case strings.HasPrefix(k.name, "alt "):
+			alt = append(alt, k)
+		default:
+			head = append(head, k)
+		}
+	}
+	return append(append(head, alt...), cat...)
+}
+
+// catenaKinds are the calls of one catena binary over three noops.
+func catenaKinds(label, path, network, cacheDir string) []cpuKind {
+	conf := fmt.Sprintf(`{"cniVersion":"1.1.0","name":%q,"type":"catena","cacheDir":%q,`+
+		`"delegates":[{"type":"noop"},{"type":"noop"},{"type":"noop"}]`, network, cacheDir)
 	plain := func(extra string) func([]byte) []byte {
 		return func([]byte) []byte { return []byte(conf + extra + "}") }
 	}
 	withPrev := func(prev []byte) []byte {
 		return []byte(conf + `,"prevResult":` + string(bytes.TrimSpace(prev)) + "}")
 	}
-	noop := func([]byte) []byte { return noopConf }
-	attached := func(r int) string { return fmt.Sprintf("cpu%d", r) }
-	never := func(r int) string { return fmt.Sprintf("cpu-none%d", r) }
-	kinds := []cpuKind{{name: "minimal", bin: bin("minimal"), stdin: noop}}
-	for _, v := range []string{"ADD", "DEL", "CHECK", "STATUS", "GC"} {
-		kinds = append(kinds, cpuKind{name: "noop " + v, bin: bin("noop"), verb: v, stdin: noop})
+	attached := func(r int) string { return fmt.Sprintf("%s%d", label, r) }
+	never := func(r int) string { return fmt.Sprintf("%s-none%d", label, r) }
+	k := func(verb, suffix string, attach func(int) string, stdin func([]byte) []byte) cpuKind {
+		return cpuKind{name: label + " " + verb + suffix, bin: path, verb: verb, catena: true, attach: attach, stdin: stdin, cache: cacheDir}
 	}
-	return append(kinds,
-		cpuKind{name: "catena ADD", bin: bin("catena"), verb: "ADD", catena: true, attach: attached, stdin: plain("")},
-		cpuKind{name: "catena CHECK", bin: bin("catena"), verb: "CHECK", catena: true, attach: attached, stdin: withPrev},
-		cpuKind{name: "catena DEL", bin: bin("catena"), verb: "DEL", catena: true, attach: attached, stdin: withPrev},
-		cpuKind{name: "catena DEL no record", bin: bin("catena"), verb: "DEL", catena: true, attach: never, stdin: plain("")},
-		cpuKind{name: "catena STATUS", bin: bin("catena"), verb: "STATUS", catena: true, stdin: plain("")},
-		cpuKind{name: "catena GC", bin: bin("catena"), verb: "GC", catena: true, stdin: plain(`,"cni.dev/valid-attachments":[]`)},
-	)
+	return []cpuKind{
+		k("ADD", "", attached, plain("")),
+		k("CHECK", "", attached, withPrev),
+		k("DEL", "", attached, withPrev),
+		k("DEL", " no record", never, plain("")),
+		k("STATUS", "", nil, plain("")),
+		k("GC", "", nil, plain(`,"cni.dev/valid-attachments":[]`)),
+	}
 }
 
 // run runs one call of kind, under perf stat or not, and returns its
 // sample and stdout.
 func (env *cpuEnv) run(kind cpuKind, attach string, stdin []byte, underPerf bool) (cpuSample, []byte, error) {
-	envv := []string{"PATH=" + os.Getenv("PATH"), "CNI_PATH=" + filepath.Dir(kind.bin)}
+	envv := []string{"PATH=" + os.Getenv("PATH"), "CNI_PATH=" + env.cniPath}
 	if kind.verb != "" {
 		envv = append(envv, "CNI_COMMAND="+kind.verb)
 	}
@@ -256,8 +291,8 @@ func (env *cpuEnv) runTraced(bin string, envv []string, stdin []byte) (cpuSample
 
 // delegateCalls is the verbs of the delegate calls of the last operation in
 // the phase's event journal that started at or after since.
-func (env *cpuEnv) delegateCalls(since time.Time) ([]string, error) {
-	ops, _, err := libchain.ReadEvents(afero.NewOsFs(), env.cache, since)
+func delegateCalls(cacheDir string, since time.Time) ([]string, error) {
+	ops, _, err := libchain.ReadEvents(afero.NewOsFs(), cacheDir, since)
 	if err != nil {
 		return nil, err
 	}

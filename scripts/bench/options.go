@@ -27,6 +27,7 @@ type options struct {
 	pendingN   int      // ADD+DEL per pending level
 	cpuN       int      // measured rounds of the cpu phase
 	cpuWarmup  int      // unmeasured rounds of the cpu phase
+	cpuAlt     string   // a second catena binary measured beside the first
 	phases     []string // which phases run
 	plot       string   // PNG path
 	docs       bool     // also copy the plot to docs/bench.png
@@ -51,6 +52,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.pendingN, "pending-n", 40, "(e) ADD+DEL measured per hung count")
 	fs.IntVar(&o.cpuN, "cpu-n", 30, "(f) measured rounds of every kind of call, each under perf stat and without")
 	fs.IntVar(&o.cpuWarmup, "cpu-warmup", 2, "(f) unmeasured rounds")
+	fs.StringVar(&o.cpuAlt, "cpu-alt", "", "(f) another catena binary, measured beside <cni-path>/catena in the same rounds (\"alt\")")
 	phases := fs.String("phases", strings.Join(allPhases, ","), "phases to run: seq, conc, scale, pending, cpu")
 	fs.StringVar(&o.plot, "plot", "bin/bench.png", "where to write the latency CDF plot (PNG)")
 	fs.BoolVar(&o.docs, "docs", false, "also copy the plot to docs/bench.png, for the README")
@@ -84,6 +86,11 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.cniPath, err = filepath.Abs(o.cniPath); err != nil {
 		return o, fmt.Errorf("resolve -cni-path: %w", err)
+	}
+	if o.cpuAlt != "" {
+		if o.cpuAlt, err = filepath.Abs(o.cpuAlt); err != nil {
+			return o, fmt.Errorf("resolve -cpu-alt: %w", err)
+		}
 	}
 	return o, nil
 }
