@@ -2,6 +2,7 @@ package libchain
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -66,11 +67,17 @@ func spawn(path string, env []string) (*child, error) {
 		}
 	}
 	pidfd := -1
-	pid, err := syscall.ForkExec(path, []string{path}, &syscall.ProcAttr{
+	attr := &syscall.ProcAttr{
 		Env:   env,
 		Files: []uintptr{uintptr(in[0]), uintptr(out[1]), uintptr(errp[1])},
 		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, PidFD: &pidfd},
-	})
+	}
+	pid, err := syscall.ForkExec(path, []string{path}, attr)
+	if errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOSYS) {
+		// A kernel without CLONE_PIDFD (before 5.2): wait polls instead.
+		pidfd, attr.Sys.PidFD = -1, nil
+		pid, err = syscall.ForkExec(path, []string{path}, attr)
+	}
 	closeFds(in[:1], out[1:], errp[1:])
 	if err != nil {
 		closeFds(in[1:], out[:1], errp[:1])

@@ -99,3 +99,18 @@ func TestExitErrorMatchesOSExec(t *testing.T) {
 		assert.True(t, strings.HasPrefix(got.Error(), "exit status") || strings.HasPrefix(got.Error(), "signal:"))
 	}
 }
+
+// TestChildWaitWithoutPidfd: on a kernel without CLONE_PIDFD the loop polls
+// for the exit, and still reaps the delegate with its status and output.
+func TestChildWaitWithoutPidfd(t *testing.T) {
+	c, err := spawnScript(t, "sleep 0.05; echo late; exit 4")
+	require.NoError(t, err)
+	t.Cleanup(c.close)
+	c.closeFd(&c.pidfd)
+	var out, errOut capWriter
+	out.max, errOut.max = 1<<10, 1<<10
+	err = c.wait(context.Background(), nil, &out, &errOut, time.Second)
+	require.Error(t, err)
+	assert.Equal(t, "exit status 4", err.Error())
+	assert.Equal(t, "late\n", string(out.buf))
+}
