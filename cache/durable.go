@@ -93,7 +93,7 @@ func replaceWith(fsys afero.Fs, f afero.File, tmp, path string, data []byte) (fi
 	if err != nil {
 		return nil, fmt.Errorf("write %s: %w", tmp, err)
 	}
-	if err = f.Sync(); err != nil {
+	if err = syncFile(f, false); err != nil {
 		return nil, fmt.Errorf("fsync %s: %w", tmp, err)
 	}
 	if fi, err = f.Stat(); err != nil {
@@ -214,7 +214,7 @@ func SyncDir(fsys afero.Fs, dir string) error {
 	if err != nil {
 		return fmt.Errorf("open dir %s: %w", dir, err)
 	}
-	if err := d.Sync(); err != nil {
+	if err := syncFile(d, false); err != nil {
 		_ = d.Close()
 		return fmt.Errorf("fsync dir %s: %w", dir, err)
 	}

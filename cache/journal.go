@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/afero"
-	"golang.org/x/sys/unix"
 )
 
 // A record file is a short journal: one self-checking envelope per line, the
@@ -61,21 +60,7 @@ func saveEntry(fsys afero.Fs, path string, full func() ([]byte, error), delta []
 // datasync flushes f's data (and the size it implies) with fdatasync where
 // the file is a real one, else with Sync.
 func datasync(f afero.File) error {
-	if osf, ok := f.(interface{ Fd() uintptr }); ok {
-		for {
-			err := unix.Fdatasync(int(osf.Fd()))
-			if err != unix.EINTR {
-				if err != nil {
-					return fmt.Errorf("fdatasync: %w", err)
-				}
-				return nil
-			}
-		}
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("fsync: %w", err)
-	}
-	return nil
+	return syncFile(f, true)
 }
 
 // decodeJournal replays a journal: from its newest full snapshot that

@@ -2,7 +2,7 @@ package libchain
 
 import (
 	"context"
-	"io"
+	"sync"
 )
 
 // A stdin gate lets a delegate's process start while the record that says
@@ -14,26 +14,31 @@ import (
 // reads an error instead of its config (EOF on its stdin) and does nothing.
 // If Catena dies before the gate opens, the delegate dies with it (its
 // parent-death signal) having read nothing.
+//
+// The write runs in the goroutine of its first waiter: the executor, right
+// after it started the delegate's process (the process runs its start-up on
+// another CPU meanwhile), or the engine, if the executor never got that far.
+// No goroutine of its own: on a one-P runtime, a second runnable goroutine
+// while the first blocks in fsync makes the scheduler hand the P to a new
+// thread.
 type stdinGate struct {
-	done chan struct{}
-	err  error
+	once  sync.Once
+	write func() error
+	err   error
 }
 
 type gateKey struct{}
 
-// openAfter runs write in the background and returns the gate it opens.
+// openAfter returns the gate that write opens; write runs at the first
+// wait.
 func openAfter(write func() error) *stdinGate {
-	g := &stdinGate{done: make(chan struct{})}
-	go func() {
-		g.err = write()
-		close(g.done)
-	}()
-	return g
+	return &stdinGate{write: write}
 }
 
-// wait blocks until the gate's write is done and returns its error.
+// wait runs the gate's write if no one has yet, blocks until it is done,
+// and returns its error.
 func (g *stdinGate) wait() error {
-	<-g.done
+	g.once.Do(func() { g.err = g.write() })
 	return g.err
 }
 
@@ -47,34 +52,12 @@ func gateOf(ctx context.Context) *stdinGate {
 	return g
 }
 
-// awaitGate blocks until ctx's gate (if any) opens or ctx ends, and returns
-// why the delegate must not get its request, if it must not.
+// awaitGate opens ctx's gate (if any), and returns why the delegate must
+// not get its request, if it must not.
 func awaitGate(ctx context.Context) error {
 	g := gateOf(ctx)
 	if g == nil {
 		return nil
 	}
-	select {
-	case <-g.done:
-		return g.err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// gatedReader is a delegate's stdin: nothing until the gate opens.
-type gatedReader struct {
-	ctx    context.Context
-	r      io.Reader
-	passed bool
-}
-
-func (g *gatedReader) Read(p []byte) (int, error) {
-	if !g.passed {
-		if err := awaitGate(g.ctx); err != nil {
-			return 0, err
-		}
-		g.passed = true
-	}
-	return g.r.Read(p)
+	return g.wait()
 }

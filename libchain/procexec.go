@@ -1,16 +1,13 @@
 package libchain
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/containernetworking/cni/pkg/invoke"
@@ -80,33 +77,22 @@ func (e *ProcExec) ExecPlugin(ctx context.Context, pluginPath string, stdinData 
 	}
 }
 
-// run runs the delegate once and waits for it.
+// run runs the delegate once and waits for it (spawn.go).
 func (e *ProcExec) run(ctx context.Context, pluginPath string, stdinData []byte, environ []string, stdout, stderr io.Writer) error {
-	c := exec.CommandContext(ctx, pluginPath)
-	c.Env = environ
-	c.Stdin = &gatedReader{ctx: ctx, r: bytes.NewReader(stdinData)}
-	c.Stdout = stdout
-	c.Stderr = stderr
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	c.Cancel = func() error {
-		// Kill the whole group: the delegate and anything it started.
-		return syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
-	}
-	// How long Wait waits for the output pipes to close once the delegate
-	// exited or its group was killed. A delegate that exited with success
-	// wrote its result before exiting: a reader starved of CPU on a
-	// saturated node (seen: over 1s) must not turn that into a failure.
-	// Only a process that escaped the group holds them longer.
-	c.WaitDelay = outputGrace
-	if err := c.Start(); err != nil {
+	c, err := spawn(pluginPath, environ)
+	if err != nil {
 		return err
 	}
+	defer c.close()
+	// The delegate starts while its record is made durable; it gets its
+	// request only once the write is done (gate.go). A failed write leaves
+	// its stdin empty: it reads EOF.
 	if awaitGate(ctx) == nil {
 		hit(runningPoint(environ))
+	} else {
+		stdinData = nil
 	}
-	// Best effort: without a pidfd, Wait alone waits in waitid.
-	_ = awaitExit(c.Process.Pid)
-	return c.Wait()
+	return c.wait(ctx, stdinData, stdout, stderr, outputGrace)
 }
 
 // passStderr writes what was kept of a delegate's stderr to e.Stderr, and

@@ -17,6 +17,9 @@
 //	    from catena's event journal (floor.go)
 //	(e) pending: catena's ADD and DEL with 0, 1, 10 and 100 hung pending
 //	    teardowns on its network (pending.go), beside the plain ADD
+//	(f) cpu: catena's own CPU per call (task-clock of the whole call with
+//	    its children) over three no-op delegates, beside a minimal Go
+//	    binary and the no-op alone, for every verb (cpu.go); no cnitool
 //
 // It prints the tables, and writes a latency CDF plot (-plot, and with
 // -docs docs/bench.png for the README). Every netns is created and deleted
@@ -117,6 +120,11 @@ func (b *bench) measure(ctx context.Context) (*results, error) {
 			return nil, err
 		}
 	}
+	if b.opts.runs("cpu") {
+		if r.cpu, err = b.cpu(ctx); err != nil {
+			return nil, err
+		}
+	}
 	return r, nil
 }
 
@@ -124,10 +132,17 @@ func preflight(o options) error {
 	if os.Geteuid() != 0 {
 		return errors.New("must run as root (creates netns, bridges and iptables rules)")
 	}
-	need := []string{filepath.Join(o.binDir, "cnitool")}
-	plugins := []string{"catena", "bridge", "host-local", "portmap", "tuning"}
+	var need []string
+	plugins := []string{"catena"}
+	if o.runs("seq") || o.runs("conc") || o.runs("scale") || o.runs("pending") {
+		need = append(need, filepath.Join(o.binDir, "cnitool"))
+		plugins = append(plugins, "bridge", "host-local", "portmap", "tuning")
+	}
 	if o.runs("pending") {
 		plugins = append(plugins, "failer")
+	}
+	if o.runs("cpu") {
+		plugins = append(plugins, "noop", "minimal")
 	}
 	for _, p := range plugins {
 		need = append(need, filepath.Join(o.cniPath, p))

@@ -25,6 +25,9 @@ type options struct {
 	rssN       int      // ADD+DEL per scale level under the RSS recorder
 	pending    []int    // hung pending teardowns for the pending phase
 	pendingN   int      // ADD+DEL per pending level
+	cpuN       int      // measured rounds of the cpu phase
+	cpuWarmup  int      // unmeasured rounds of the cpu phase
+	cpuAlt     string   // a second catena binary measured beside the first
 	phases     []string // which phases run
 	plot       string   // PNG path
 	docs       bool     // also copy the plot to docs/bench.png
@@ -33,7 +36,7 @@ type options struct {
 	strict     bool
 }
 
-var allPhases = []string{"seq", "conc", "scale", "pending"}
+var allPhases = []string{"seq", "conc", "scale", "pending", "cpu"}
 
 func parseFlags(args []string) (options, error) {
 	var o options
@@ -47,7 +50,10 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.rssN, "rss-n", 3, "(c) ADD+DEL per record count under the peak-RSS recorder (0: skip)")
 	pending := fs.String("pending", "0,1,10,100", "(e) hung pending teardowns on the network, comma-separated, ascending")
 	fs.IntVar(&o.pendingN, "pending-n", 40, "(e) ADD+DEL measured per hung count")
-	phases := fs.String("phases", strings.Join(allPhases, ","), "phases to run: seq, conc, scale, pending")
+	fs.IntVar(&o.cpuN, "cpu-n", 30, "(f) measured rounds of every kind of call, each under perf stat and without")
+	fs.IntVar(&o.cpuWarmup, "cpu-warmup", 2, "(f) unmeasured rounds")
+	fs.StringVar(&o.cpuAlt, "cpu-alt", "", "(f) another catena binary, measured beside <cni-path>/catena in the same rounds (\"alt\")")
+	phases := fs.String("phases", strings.Join(allPhases, ","), "phases to run: seq, conc, scale, pending, cpu")
 	fs.StringVar(&o.plot, "plot", "bin/bench.png", "where to write the latency CDF plot (PNG)")
 	fs.BoolVar(&o.docs, "docs", false, "also copy the plot to docs/bench.png, for the README")
 	fs.StringVar(&o.binDir, "bin", envOr("CATENA_BIN", "bin"), "directory holding cnitool")
@@ -69,8 +75,8 @@ func parseFlags(args []string) (options, error) {
 			return o, fmt.Errorf("-phases: unknown phase %q (want %s)", p, strings.Join(allPhases, ", "))
 		}
 	}
-	if o.n < 1 || o.conc < 1 || o.concRounds < 1 || o.scaleN < 1 || o.pendingN < 1 || o.warmup < 0 || o.rssN < 0 {
-		return o, errors.New("-n, -conc, -conc-rounds, -scale-n and -pending-n must be at least 1; -warmup and -rss-n at least 0")
+	if o.n < 1 || o.conc < 1 || o.concRounds < 1 || o.scaleN < 1 || o.pendingN < 1 || o.cpuN < 1 || o.warmup < 0 || o.rssN < 0 || o.cpuWarmup < 1 {
+		return o, errors.New("-n, -conc, -conc-rounds, -scale-n, -pending-n, -cpu-n and -cpu-warmup must be at least 1; -warmup and -rss-n at least 0")
 	}
 	if o.cniPath == "" {
 		o.cniPath = filepath.Join(o.binDir, "cni")
@@ -80,6 +86,11 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.cniPath, err = filepath.Abs(o.cniPath); err != nil {
 		return o, fmt.Errorf("resolve -cni-path: %w", err)
+	}
+	if o.cpuAlt != "" {
+		if o.cpuAlt, err = filepath.Abs(o.cpuAlt); err != nil {
+			return o, fmt.Errorf("resolve -cpu-alt: %w", err)
+		}
 	}
 	return o, nil
 }

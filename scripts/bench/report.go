@@ -20,6 +20,7 @@ type results struct {
 	conc    *concResult
 	scale   []*scaleLevel
 	pending []*pendingLevel
+	cpu     *cpuResult
 	floors  []floor
 }
 
@@ -51,6 +52,9 @@ func (r *results) report(w io.Writer, conc int) bool {
 	}
 	if r.floors != nil {
 		r.reportFloors(w)
+	}
+	if r.cpu != nil {
+		ok = r.reportCPU(w) && ok
 	}
 	return ok
 }

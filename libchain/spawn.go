@@ -1,0 +1,333 @@
+package libchain
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// A delegate's process, started and waited for without os/exec: one
+// clone (vfork, with a pidfd), three pipes, and one loop in the calling
+// goroutine that feeds stdin, drains stdout and stderr and watches the
+// pidfd with ppoll. Catena is a process of one P that lives for one call;
+// with os/exec each delegate cost four goroutines (stdin, stdout, stderr,
+// the context's watcher), and each blocking system call of theirs, with
+// the others runnable, made the scheduler hand the P to another thread.
+// Here nothing else is runnable while ppoll blocks: the runtime's monitor
+// takes the idle P back and sleeps until the call returns. (A raw ppoll,
+// invisible to the scheduler, was measured worse: the monitor then sees a
+// running P and wakes every 20 µs to 10 ms for as long as it runs.) The
+// pipe reads and writes never block, and are raw system calls.
+
+// child is a started delegate; the fds are the parent's ends of its stdio
+// (nonblocking), -1 once closed.
+type child struct {
+	pid, pidfd            int
+	stdin, stdout, stderr int
+}
+
+// exitError is a delegate's exit status as os/exec's ExitError says it.
+type exitError struct{ status syscall.WaitStatus }
+
+func (e *exitError) Error() string {
+	var s string
+	switch {
+	case e.status.Exited():
+		s = "exit status " + strconv.Itoa(e.status.ExitStatus())
+	case e.status.Signaled():
+		s = "signal: " + e.status.Signal().String()
+	default:
+		s = "wait status " + strconv.Itoa(int(e.status))
+	}
+	if e.status.CoreDump() {
+		s += " (core dumped)"
+	}
+	return s
+}
+
+// ExitCode is the delegate's exit code, or -1 if a signal ended it.
+func (e *exitError) ExitCode() int { return e.status.ExitStatus() }
+
+// spawn starts the binary at path (argv[0] is path, as os/exec does) with
+// env, in its own process group, with SIGKILL as its parent-death signal.
+func spawn(path string, env []string) (*child, error) {
+	in, out, errp := [2]int{-1, -1}, [2]int{-1, -1}, [2]int{-1, -1}
+	for _, p := range []*[2]int{&in, &out, &errp} {
+		if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+			closeFds(in[:], out[:], errp[:])
+			return nil, os.NewSyscallError("pipe2", err)
+		}
+	}
+	pidfd := -1
+	attr := &syscall.ProcAttr{
+		Env:   env,
+		Files: []uintptr{uintptr(in[0]), uintptr(out[1]), uintptr(errp[1])},
+		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, PidFD: &pidfd},
+	}
+	pid, err := syscall.ForkExec(path, []string{path}, attr)
+	if errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOSYS) {
+		// A kernel without CLONE_PIDFD (before 5.2): wait polls instead.
+		pidfd, attr.Sys.PidFD = -1, nil
+		pid, err = syscall.ForkExec(path, []string{path}, attr)
+	}
+	closeFds(in[:1], out[1:], errp[1:])
+	if err != nil {
+		closeFds(in[1:], out[:1], errp[:1])
+		return nil, &os.PathError{Op: "fork/exec", Path: path, Err: err}
+	}
+	c := &child{pid: pid, pidfd: pidfd, stdin: in[1], stdout: out[0], stderr: errp[0]}
+	for _, fd := range []int{c.stdin, c.stdout, c.stderr} {
+		// Only the parent's ends: the delegate's stdio stays blocking.
+		_, _, _ = unix.RawSyscall(unix.SYS_FCNTL, uintptr(fd), unix.F_SETFL, unix.O_NONBLOCK)
+	}
+	return c, nil
+}
+
+func closeFds(sets ...[]int) {
+	for _, fds := range sets {
+		for _, fd := range fds {
+			if fd >= 0 {
+				_ = unix.Close(fd)
+			}
+		}
+	}
+}
+
+func (c *child) closeFd(fd *int) {
+	if *fd >= 0 {
+		_ = unix.Close(*fd)
+		*fd = -1
+	}
+}
+
+// close releases what the parent holds of the child (reaped or not).
+func (c *child) close() {
+	c.closeFd(&c.stdin)
+	c.closeFd(&c.stdout)
+	c.closeFd(&c.stderr)
+	c.closeFd(&c.pidfd)
+}
+
+// wait writes stdin to the delegate (it may exit without reading it all),
+// copies its stdout and stderr until they close, reaps it, and returns
+// nil, its exit status as an error, or exec.ErrWaitDelay if it exited with
+// success but its output stayed open grace past its exit. When ctx ends,
+// the delegate's whole process group is killed; the output is still drained
+// for at most grace.
+func (c *child) wait(ctx context.Context, stdin []byte, stdout, stderr io.Writer, grace time.Duration) error {
+	if len(stdin) == 0 {
+		c.closeFd(&c.stdin)
+	}
+	buf := make([]byte, 32<<10)
+	var exited, killed, cut bool
+	var graceEnd time.Time
+	for !exited || c.stdout >= 0 || c.stderr >= 0 {
+		now := time.Now()
+		// The context's own timer may not have fired: this goroutine
+		// holds the only P through ppoll, so the deadline is checked here.
+		dl, hasDL := ctx.Deadline()
+		if !killed && (ctx.Err() != nil || hasDL && !now.Before(dl)) {
+			_ = syscall.Kill(-c.pid, syscall.SIGKILL) // the delegate and anything it started
+			killed = true
+			settle(ctx)
+			if graceEnd.IsZero() {
+				graceEnd = now.Add(grace)
+			}
+		}
+		if !graceEnd.IsZero() && !now.Before(graceEnd) && (c.stdout >= 0 || c.stderr >= 0) {
+			// Something that escaped the group holds the output.
+			c.closeFd(&c.stdout)
+			c.closeFd(&c.stderr)
+			c.closeFd(&c.stdin)
+			cut = true
+			continue
+		}
+		fds := make([]unix.PollFd, 0, 4)
+		watch := func(fd int, ev int16) {
+			if fd >= 0 {
+				fds = append(fds, unix.PollFd{Fd: int32(fd), Events: ev}) //nolint:gosec // an fd fits in int32
+			}
+		}
+		watch(c.stdin, unix.POLLOUT)
+		watch(c.stdout, unix.POLLIN)
+		watch(c.stderr, unix.POLLIN)
+		if !exited {
+			watch(c.pidfd, unix.POLLIN)
+		}
+		if _, err := rawPoll(fds, c.pollTimeout(ctx, now, killed, exited, graceEnd)); err != nil && err != unix.EINTR {
+			return os.NewSyscallError("ppoll", err)
+		}
+		for _, p := range fds {
+			if p.Revents == 0 {
+				continue
+			}
+			switch int(p.Fd) {
+			case c.stdin:
+				stdin = c.feed(stdin)
+			case c.stdout:
+				c.drain(&c.stdout, buf, stdout)
+			case c.stderr:
+				c.drain(&c.stderr, buf, stderr)
+			case c.pidfd:
+				exited = true
+			}
+		}
+		if c.pidfd < 0 && !exited {
+			exited = c.exitedNoPidfd()
+		}
+		if exited && graceEnd.IsZero() {
+			graceEnd = time.Now().Add(grace)
+		}
+	}
+	c.closeFd(&c.stdin)
+	ws, err := c.reap()
+	switch {
+	case err != nil:
+		return err
+	case ws.Exited() && ws.ExitStatus() == 0 && cut:
+		return exec.ErrWaitDelay
+	case !ws.Exited() || ws.ExitStatus() != 0:
+		return &exitError{status: ws}
+	}
+	return nil
+}
+
+// settle lets the scheduler run ctx's timer once its deadline has passed,
+// so that ctx.Err() says why the delegate was killed to every caller.
+func settle(ctx context.Context) {
+	for i := 0; ctx.Err() == nil && i < 1000; i++ {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// pollTimeout is how long one ppoll may wait, in ms (-1: no bound): until
+// ctx's deadline, at most 250 ms while ctx can be canceled otherwise, until
+// the output's grace ends, and 5 ms between checks of an exit when there is
+// no pidfd (Linux before 5.2).
+func (c *child) pollTimeout(ctx context.Context, now time.Time, killed, exited bool, graceEnd time.Time) int {
+	bound := time.Duration(-1)
+	at := func(d time.Duration) {
+		if d < 0 {
+			d = 0
+		}
+		if bound < 0 || d < bound {
+			bound = d
+		}
+	}
+	if !killed && ctx.Done() != nil {
+		at(250 * time.Millisecond)
+		if dl, ok := ctx.Deadline(); ok {
+			at(dl.Sub(now))
+		}
+	}
+	if !graceEnd.IsZero() {
+		at(graceEnd.Sub(now))
+	}
+	if c.pidfd < 0 && !exited {
+		at(5 * time.Millisecond)
+	}
+	if bound < 0 {
+		return -1
+	}
+	return int((bound + time.Millisecond - 1) / time.Millisecond)
+}
+
+// feed writes what the pipe takes of stdin and returns the rest; all
+// written, or the delegate gone (EPIPE), it closes the pipe.
+func (c *child) feed(stdin []byte) []byte {
+	n, err := rawIO(unix.SYS_WRITE, c.stdin, stdin)
+	switch {
+	case err == unix.EAGAIN || err == unix.EINTR:
+		return stdin
+	case err != nil:
+		c.closeFd(&c.stdin) // it exited or closed its stdin without reading it all
+		return nil
+	}
+	stdin = stdin[n:]
+	if len(stdin) == 0 {
+		c.closeFd(&c.stdin)
+	}
+	return stdin
+}
+
+// drain copies what is readable on *fd to w, and closes *fd at EOF.
+func (c *child) drain(fd *int, buf []byte, w io.Writer) {
+	for {
+		n, err := rawIO(unix.SYS_READ, *fd, buf)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return
+		case err != nil || n == 0:
+			c.closeFd(fd)
+			return
+		}
+		_, _ = w.Write(buf[:n]) // a capWriter: never fails
+		if n < len(buf) {
+			return
+		}
+	}
+}
+
+// exitedNoPidfd polls for the exit of a child without a pidfd.
+func (c *child) exitedNoPidfd() bool {
+	var info unix.Siginfo
+	err := unix.Waitid(unix.P_PID, c.pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+	return err != nil || info.Signo != 0
+}
+
+// reap collects the exited child's status (wait4 by pid: the pid is not
+// reused while it is a zombie of ours).
+func (c *child) reap() (syscall.WaitStatus, error) {
+	var ws syscall.WaitStatus
+	for {
+		_, err := syscall.Wait4(c.pid, &ws, 0, nil)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return ws, os.NewSyscallError("wait4", err)
+		}
+		return ws, nil
+	}
+}
+
+// rawPoll is ppoll(2), an ordinary (scheduler-aware) system call: see the
+// top of this file.
+func rawPoll(fds []unix.PollFd, timeoutMs int) (int, error) {
+	var ts *unix.Timespec
+	if timeoutMs >= 0 {
+		t := unix.NsecToTimespec(int64(timeoutMs) * int64(time.Millisecond))
+		ts = &t
+	}
+	var p unsafe.Pointer
+	if len(fds) > 0 {
+		p = unsafe.Pointer(&fds[0])
+	}
+	n, _, errno := unix.Syscall6(unix.SYS_PPOLL, uintptr(p), uintptr(len(fds)), uintptr(unsafe.Pointer(ts)), 0, 0, 0)
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), nil
+}
+
+// rawIO is read(2) or write(2) of a nonblocking pipe as a raw system call.
+func rawIO(trap uintptr, fd int, b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	n, _, errno := unix.RawSyscall(trap, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), nil
+}
