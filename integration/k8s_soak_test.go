@@ -149,7 +149,7 @@ func (s *soakRun) setup(t *testing.T) {
 		n.importImage(t, r.upgradeArchive)
 	}
 	s.tags = [2]string{r.tag, upgradeTag}
-	s.tag = r.agentTagOr(t, r.tag)
+	s.tag = r.tag // applied below, whatever the agent ran before
 	s.faultDir = filepath.Join(n.cniState, "chaos")
 	require.NoError(t, os.MkdirAll(s.faultDir, 0o755))
 	s.mountCache(t)
@@ -175,16 +175,6 @@ func (s *soakRun) setup(t *testing.T) {
 		r.c.apply(t, []any{d})
 	}
 	require.Equal(t, flannelHeld{}, r.flannelHeld(t), "the soak starts on an empty node")
-}
-
-// agentTagOr is the tag the agent's DaemonSet runs, or def before it is
-// installed.
-func (r *k8sRun) agentTagOr(t *testing.T, def string) string {
-	t.Helper()
-	if _, err := r.c.kubectlErr(nil, "get", "daemonset", "catena-agent", "-n", "catena-system"); err != nil {
-		return def
-	}
-	return r.agentTag()
 }
 
 // manifest is deploy/catena.yaml for the node at tag, with the soak's

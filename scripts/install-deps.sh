@@ -13,6 +13,8 @@
 #                                               (scripts/install-containerd.sh)
 #   buildah, for `make image`                   (scripts/install-buildah.sh)
 #   bin/k8s/   etcd and the Kubernetes components (scripts/install-k8s.sh)
+#   bin/tools/promtool, Prometheus's, for the alerting rules
+#                                               (scripts/install-promtool.sh)
 #   /usr/lib/cni/  Debian 12's reference plugins (apt containernetworking-plugins,
 #              1.1.1: VERSION answers at most 1.0.0), which TestAutoVersions
 #              drives through "cniVersion": "auto"
@@ -31,5 +33,6 @@ bash "${repo}/scripts/install-flannel.sh"
 bash "${repo}/scripts/install-containerd.sh"
 bash "${repo}/scripts/install-buildah.sh"
 bash "${repo}/scripts/install-k8s.sh"
+bash "${repo}/scripts/install-promtool.sh"
 
 printf 'install-deps: done\n' >&2

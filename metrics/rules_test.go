@@ -1,0 +1,147 @@
+package metrics
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
+
+	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/libchain"
+	"github.com/catena-cni/catena/nodeconf"
+	"github.com/catena-cni/catena/reconcile"
+)
+
+// monitoringDir holds the alerting rules and their promtool tests.
+const monitoringDir = "../deploy/monitoring"
+
+// ruleFile is the part of a Prometheus rules file the tests read.
+type ruleFile struct {
+	Groups []struct {
+		Rules []struct {
+			Alert       string            `json:"alert"`
+			Expr        string            `json:"expr"`
+			Annotations map[string]string `json:"annotations"`
+		} `json:"rules"`
+	} `json:"groups"`
+}
+
+var catenaSeries = regexp.MustCompile(`\bcatena_[a-z_]+`)
+
+// exportedNames are the metric families the agent's registry exports once
+// every kind of observation has been made.
+func exportedNames(t *testing.T) []string {
+	m := New()
+	m.ObserveOp(libchain.Op{Verb: "ADD", Outcome: "ok", Duration: time.Millisecond})
+	m.ObservePass(&reconcile.Report{Start: time.Now(), Reclaimed: 1, Kept: 1, RuntimeError: "x", Retried: 1, RetryFailed: 1,
+		Abandoned: 1, Held: 1, OldestHeld: time.Second,
+		Counts: []reconcile.RecordCount{{Network: "podnet", Phase: string(cache.PhaseComplete), Count: 1}}})
+	m.ObserveAdoption(1, 1, 1)
+	m.ConflistWritten()
+	m.ConflistTaken(nodeconf.TakenByCilium)
+	m.ConflistBackoff(time.Second)
+	families, err := m.Registry.Gather()
+	require.NoError(t, err)
+	var names []string
+	for _, f := range families {
+		names = append(names, f.GetName())
+	}
+	return names
+}
+
+// TestAlertRulesUseExportedSeries: every catena_* series an alert reads is
+// one the agent exports, and every alert has its summary, description
+// and runbook.
+func TestAlertRulesUseExportedSeries(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(monitoringDir, "catena-rules.yaml"))
+	require.NoError(t, err)
+	var rf ruleFile
+	require.NoError(t, yaml.Unmarshal(raw, &rf))
+	names := exportedNames(t)
+	alerts := 0
+	for _, g := range rf.Groups {
+		for _, r := range g.Rules {
+			alerts++
+			for _, a := range []string{"summary", "description", "runbook"} {
+				assert.NotEmpty(t, r.Annotations[a], "alert %s: annotation %s", r.Alert, a)
+			}
+			for _, s := range catenaSeries.FindAllString(r.Expr, -1) {
+				assert.True(t, slices.Contains(names, trimSuffixes(s)), "alert %s reads %s, which the agent does not export", r.Alert, s)
+			}
+		}
+	}
+	assert.GreaterOrEqual(t, alerts, 8)
+}
+
+// TestDashboardUsesExportedSeries: the Grafana dashboard is JSON whose
+// every panel query reads series the agent exports.
+func TestDashboardUsesExportedSeries(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(monitoringDir, "catena-dashboard.json"))
+	require.NoError(t, err)
+	var dash struct {
+		UID    string `json:"uid"`
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &dash))
+	assert.Equal(t, "catena", dash.UID)
+	names := exportedNames(t)
+	require.GreaterOrEqual(t, len(dash.Panels), 6)
+	for _, p := range dash.Panels {
+		require.NotEmpty(t, p.Targets, "panel %q", p.Title)
+		for _, tg := range p.Targets {
+			series := catenaSeries.FindAllString(tg.Expr, -1)
+			assert.NotEmpty(t, series, "panel %q reads Catena's series", p.Title)
+			for _, s := range series {
+				assert.True(t, slices.Contains(names, trimSuffixes(s)), "panel %q reads %s, which the agent does not export", p.Title, s)
+			}
+		}
+	}
+}
+
+// trimSuffixes is a histogram's series name as its family's.
+func trimSuffixes(s string) string {
+	for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+		s = strings.TrimSuffix(s, suffix)
+	}
+	return s
+}
+
+// TestAlertRulesPromtool checks the rules with promtool and runs their unit
+// tests (each alert fires on synthetic series and stays quiet on healthy
+// ones). promtool is bin/tools/promtool (scripts/install-promtool.sh, run
+// by make plugins) or $PROMTOOL.
+func TestAlertRulesPromtool(t *testing.T) {
+	promtool := os.Getenv("PROMTOOL")
+	if promtool == "" {
+		promtool = filepath.Join("..", "bin", "tools", "promtool")
+	}
+	if _, err := os.Stat(promtool); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("promtool missing at %s (make plugins installs it; CI=true: the rules must be checked): %v", promtool, err)
+		}
+		t.Skipf("promtool missing at %s: run scripts/install-promtool.sh", promtool)
+	}
+	abs, err := filepath.Abs(promtool)
+	require.NoError(t, err)
+	for _, args := range [][]string{{"check", "rules", "catena-rules.yaml"}, {"test", "rules", "catena-rules.test.yaml"}} {
+		cmd := exec.Command(abs, args...)
+		cmd.Dir = monitoringDir
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "promtool %s:\n%s", strings.Join(args, " "), out)
+		t.Logf("promtool %s:\n%s", strings.Join(args, " "), out)
+	}
+}
