@@ -132,6 +132,7 @@ func (e *Engine) remove(key cache.Key) error {
 // back, in reverse, everything that succeeded.
 func (e *Engine) Add(ctx context.Context, req Request) (res types.Result, err error) {
 	ctx, t := e.begin(ctx, "ADD", req.Key())
+	t.pod(req.Args.Args)
 	defer func() { e.finish(t, req.Conf.SlowThreshold, err) }()
 	// No other attachment's teardown is ever retried here: see KickRetry.
 	return e.add(ctx, req)

@@ -3,6 +3,7 @@ package libchain
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,6 +30,37 @@ type Op struct {
 	// Adopted names the source of the attachment that a DEL with no
 	// record adopted and tore down (orphan.go).
 	Adopted string `json:"adopted,omitempty"`
+	// Pod is the Kubernetes pod of the attachment, from the K8S_POD_*
+	// CNI_ARGS that a CRI runtime passes; nil for any other caller.
+	Pod *OpPod `json:"pod,omitempty"`
+}
+
+// OpPod names the Kubernetes pod of an operation.
+type OpPod struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid,omitempty"`
+}
+
+// PodOf parses the K8S_POD_NAMESPACE, K8S_POD_NAME and K8S_POD_UID of
+// CNI_ARGS; nil unless both namespace and name are there.
+func PodOf(cniArgs string) *OpPod {
+	var p OpPod
+	for kv := range strings.SplitSeq(cniArgs, ";") {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "K8S_POD_NAMESPACE":
+			p.Namespace = v
+		case "K8S_POD_NAME":
+			p.Name = v
+		case "K8S_POD_UID":
+			p.UID = v
+		}
+	}
+	if p.Namespace == "" || p.Name == "" {
+		return nil
+	}
+	return &p
 }
 
 // OpCall is one delegate invocation within an Op.
@@ -93,6 +125,20 @@ func (t *opTrace) rolledBack() {
 	}
 	t.mu.Lock()
 	t.op.Rollback = true
+	t.mu.Unlock()
+}
+
+// pod names the operation's pod from CNI_ARGS, once: the first caller
+// (the verb's own request) wins.
+func (t *opTrace) pod(cniArgs string) {
+	if t == nil {
+		return
+	}
+	p := PodOf(cniArgs)
+	t.mu.Lock()
+	if t.op.Pod == nil {
+		t.op.Pod = p
+	}
 	t.mu.Unlock()
 }
 

@@ -100,6 +100,7 @@ func (e *Engine) abandonOverdue(ctx context.Context, rec *cache.Record, after ti
 		return nil, nil
 	}
 	_, t := e.begin(ctx, "ABANDON", rec.Key)
+	t.pod(rec.Args)
 	err := e.save(rec)
 	if err != nil {
 		err = fmt.Errorf("recording abandoned delegates: %w", err)

@@ -17,6 +17,7 @@ import (
 // one, success, nothing invoked.
 func (e *Engine) Del(ctx context.Context, req Request) (err error) {
 	ctx, t := e.begin(ctx, "DEL", req.Key())
+	t.pod(req.Args.Args)
 	defer func() { e.finish(t, req.Conf.SlowThreshold, err) }()
 	return e.del(ctx, req)
 }
@@ -66,6 +67,7 @@ func (e *Engine) del(ctx context.Context, req Request) error {
 // succeed on missing state; it saves n-1 durable writes per DEL.
 func (e *Engine) teardown(ctx context.Context, conf *NetConf, rec *cache.Record, args RuntimeArgs, recordEach bool) error {
 	ctx = context.WithoutCancel(ctx)
+	traceOf(ctx).pod(rec.Args)
 	retry := rec.TeardownAttempts > 0
 	rec.Phase = cache.PhaseTearingDown
 	rec.TeardownAttempts++

@@ -1,0 +1,195 @@
+// Package kevents turns the operations of Catena's event journal into
+// Kubernetes Events: a pure mapping from libchain.Op to facts (Mapper) and
+// a sink that records them through client-go's event broadcaster (Sink).
+package kevents
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/catena-cni/catena/libchain"
+)
+
+// Event reasons, as they appear in `kubectl get events`.
+const (
+	ReasonRolledBack       = "CatenaRolledBack"
+	ReasonTeardownHeld     = "CatenaTeardownHeld"
+	ReasonTeardownReleased = "CatenaTeardownReleased"
+	ReasonReclaimed        = "CatenaReclaimed"
+	ReasonTeardownsHeld    = "CatenaTeardownsHeld" // on the Node, past the threshold
+)
+
+// Event types (core/v1 EventTypeNormal and EventTypeWarning).
+const (
+	Normal  = "Normal"
+	Warning = "Warning"
+)
+
+// Object is what an event is about: a Pod (Namespace, Name, UID) or the
+// Node (Name).
+type Object struct {
+	Kind      string // "Pod" or "Node"
+	Namespace string
+	Name      string
+	UID       string
+}
+
+// Fact is one event to record.
+type Fact struct {
+	Object  Object
+	Type    string
+	Reason  string
+	Message string
+}
+
+// teardownVerbs are the operations that tear an attachment down.
+var teardownVerbs = map[string]bool{"DEL": true, "RETRY": true, "REPAIR": true, "RECLAIM": true}
+
+// held is one attachment whose teardown stopped at a failed DEL.
+type held struct {
+	since time.Time
+	pod   *libchain.OpPod
+}
+
+// Mapper maps operations to facts. It remembers which attachments hold
+// a failed teardown, so that the teardown that heals one is reported as
+// released and the Node's count and oldest can be told. It is not safe for
+// concurrent use.
+type Mapper struct {
+	held map[string]held
+}
+
+// NewMapper returns a Mapper that knows of no held teardown.
+func NewMapper() *Mapper { return &Mapper{held: map[string]held{}} }
+
+// Map returns the facts of one operation: none for an operation of no pod
+// or of no interest.
+func (m *Mapper) Map(op libchain.Op) []Fact {
+	var facts []Fact
+	failedDel := failedCalls(op, "DEL")
+	switch {
+	case op.Verb == "ADD" && op.Rollback:
+		at := "an unknown delegate"
+		if c := failedCalls(op, "ADD"); len(c) > 0 {
+			at = delegate(c[0])
+		}
+		msg := fmt.Sprintf("ADD of %s failed at %s: %s; rolled back %s", op.Attachment, at, op.Error,
+			orNone(delegates(okCalls(op, "DEL"))))
+		if len(failedDel) > 0 {
+			msg += "; still held: " + delegates(failedDel)
+			m.hold(op)
+		} else {
+			msg += "; nothing is held"
+		}
+		facts = append(facts, m.podFact(op, Warning, ReasonRolledBack, msg))
+	case teardownVerbs[op.Verb] && op.Outcome != "ok" && len(failedDel) > 0:
+		m.hold(op)
+		msg := fmt.Sprintf("%s of %s: DEL of %s failed: %s; held: %s; the agent's retry tries again", op.Verb,
+			op.Attachment, delegates(failedDel), failedDel[0].Error, delegates(failedDel))
+		facts = append(facts, m.podFact(op, Warning, ReasonTeardownHeld, msg))
+	case teardownVerbs[op.Verb] && op.Outcome == "ok":
+		if h, ok := m.held[op.Attachment]; ok {
+			delete(m.held, op.Attachment)
+			if op.Pod == nil {
+				op.Pod = h.pod
+			}
+			msg := fmt.Sprintf("%s of %s released what was held since %s", op.Verb, op.Attachment,
+				h.since.UTC().Format(time.RFC3339))
+			facts = append(facts, m.podFact(op, Normal, ReasonTeardownReleased, msg))
+		}
+		if op.Verb == "RECLAIM" {
+			msg := fmt.Sprintf("the runtime no longer has the sandbox of %s: Catena tore it down (%s)",
+				op.Attachment, orNone(delegates(okCalls(op, "DEL"))))
+			facts = append(facts, m.podFact(op, Normal, ReasonReclaimed, msg))
+		}
+	case op.Verb == "ABANDON":
+		delete(m.held, op.Attachment)
+	}
+	out := facts[:0]
+	for _, f := range facts {
+		if f.Object.Name != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Held returns how many teardowns are held and the oldest of them.
+func (m *Mapper) Held() (n int, oldest string, since time.Time) {
+	keys := make([]string, 0, len(m.held))
+	for k := range m.held {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if h := m.held[k]; oldest == "" || h.since.Before(since) {
+			oldest, since = k, h.since
+		}
+	}
+	return len(m.held), oldest, since
+}
+
+// NodeHeld returns the Node's Warning when at least threshold teardowns
+// are held (threshold <= 0 disables it).
+func (m *Mapper) NodeHeld(node string, threshold int) (Fact, bool) {
+	n, oldest, since := m.Held()
+	if threshold <= 0 || n < threshold || node == "" {
+		return Fact{}, false
+	}
+	return Fact{Object: Object{Kind: "Node", Name: node}, Type: Warning, Reason: ReasonTeardownsHeld,
+		Message: fmt.Sprintf("%d teardowns are held (threshold %d); the oldest is %s, since %s", n, threshold,
+			oldest, since.UTC().Format(time.RFC3339))}, true
+}
+
+func (m *Mapper) hold(op libchain.Op) {
+	if _, ok := m.held[op.Attachment]; !ok && op.Attachment != "" {
+		m.held[op.Attachment] = held{since: op.Start, pod: op.Pod}
+	}
+}
+
+func (m *Mapper) podFact(op libchain.Op, typ, reason, msg string) Fact {
+	var o Object
+	if op.Pod != nil {
+		o = Object{Kind: "Pod", Namespace: op.Pod.Namespace, Name: op.Pod.Name, UID: op.Pod.UID}
+	}
+	return Fact{Object: o, Type: typ, Reason: reason, Message: msg}
+}
+
+func failedCalls(op libchain.Op, verb string) []libchain.OpCall {
+	var out []libchain.OpCall
+	for _, c := range op.Calls {
+		if c.Verb == verb && c.Error != "" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func okCalls(op libchain.Op, verb string) []libchain.OpCall {
+	var out []libchain.OpCall
+	for _, c := range op.Calls {
+		if c.Verb == verb && c.Error == "" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func delegate(c libchain.OpCall) string { return fmt.Sprintf("delegate %d (%s)", c.Index, c.Type) }
+
+func delegates(cs []libchain.OpCall) string {
+	names := make([]string, len(cs))
+	for i, c := range cs {
+		names[i] = delegate(c)
+	}
+	return strings.Join(names, ", ")
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "nothing"
+	}
+	return s
+}
