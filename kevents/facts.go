@@ -107,7 +107,7 @@ func (m *Mapper) Map(op libchain.Op) []Fact {
 	case op.Verb == "ABANDON":
 		delete(m.held, op.Attachment)
 	}
-	out := facts[:0]
+	var out []Fact
 	for _, f := range facts {
 		if f.Object.Name != "" {
 			out = append(out, f)

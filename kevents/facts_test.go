@@ -1,0 +1,100 @@
+package kevents
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/catena-cni/catena/libchain"
+)
+
+var (
+	t0  = time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	pod = &libchain.OpPod{Namespace: "ns", Name: "web", UID: "u1"}
+	ref = Object{Kind: "Pod", Namespace: "ns", Name: "web", UID: "u1"}
+)
+
+func call(i int, typ, verb, err string) libchain.OpCall {
+	return libchain.OpCall{Index: i, Type: typ, Verb: verb, Error: err}
+}
+
+func TestMapperMap(t *testing.T) {
+	rollback := libchain.Op{Verb: "ADD", Attachment: "n/c1/eth0", Start: t0, Rollback: true, Outcome: "error",
+		Error: "boom", Pod: pod, Calls: []libchain.OpCall{call(0, "bridge", "ADD", ""), call(1, "seed", "ADD", "boom"),
+			call(1, "seed", "DEL", ""), call(0, "bridge", "DEL", "")}}
+	rollbackHeld := rollback
+	rollbackHeld.Calls = []libchain.OpCall{call(0, "bridge", "ADD", ""), call(1, "seed", "ADD", "boom"),
+		call(0, "bridge", "DEL", "busy")}
+	delHeld := libchain.Op{Verb: "DEL", Attachment: "n/c1/eth0", Start: t0, Outcome: "error", Error: "x", Pod: pod,
+		Calls: []libchain.OpCall{call(1, "fw", "DEL", ""), call(0, "bridge", "DEL", "busy")}}
+	retryOK := libchain.Op{Verb: "RETRY", Attachment: "n/c1/eth0", Start: t0.Add(time.Minute), Outcome: "ok",
+		Calls: []libchain.OpCall{call(0, "bridge", "DEL", "")}}
+	reclaim := libchain.Op{Verb: "RECLAIM", Attachment: "n/c2/eth0", Start: t0, Outcome: "ok", Pod: pod,
+		Calls: []libchain.OpCall{call(0, "bridge", "DEL", "")}}
+	tests := []struct {
+		name string
+		ops  []libchain.Op
+		want []Fact // of the last op
+		held int
+	}{
+		{"rollback, nothing held", []libchain.Op{rollback}, []Fact{{ref, Warning, ReasonRolledBack,
+			"ADD of n/c1/eth0 failed at delegate 1 (seed): boom; rolled back delegate 1 (seed), delegate 0 (bridge); nothing is held"}}, 0},
+		{"rollback holding a delegate", []libchain.Op{rollbackHeld}, []Fact{{ref, Warning, ReasonRolledBack,
+			"ADD of n/c1/eth0 failed at delegate 1 (seed): boom; rolled back nothing; still held: delegate 0 (bridge)"}}, 1},
+		{"held DEL", []libchain.Op{delHeld}, []Fact{{ref, Warning, ReasonTeardownHeld,
+			"DEL of n/c1/eth0: DEL of delegate 0 (bridge) failed: busy; held: delegate 0 (bridge); the agent's retry tries again"}}, 1},
+		{"released by the retry, pod remembered", []libchain.Op{delHeld, retryOK}, []Fact{{ref, Normal, ReasonTeardownReleased,
+			"RETRY of n/c1/eth0 released what was held since 2026-11-26T12:00:00Z"}}, 0},
+		{"ok retry of nothing held", []libchain.Op{retryOK}, nil, 0},
+		{"reclaimed", []libchain.Op{reclaim}, []Fact{{ref, Normal, ReasonReclaimed,
+			"the runtime no longer has the sandbox of n/c2/eth0: Catena tore it down (delegate 0 (bridge))"}}, 0},
+		{"abandon forgets", []libchain.Op{delHeld, {Verb: "ABANDON", Attachment: "n/c1/eth0", Outcome: "ok"}}, nil, 0},
+		{"no pod, no event", []libchain.Op{{Verb: "ADD", Attachment: "n/c/eth0", Rollback: true, Outcome: "error"}}, nil, 0},
+		{"plain ADD", []libchain.Op{{Verb: "ADD", Attachment: "n/c/eth0", Outcome: "ok", Pod: pod}}, nil, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := NewMapper()
+			var got []Fact
+			for _, op := range tt.ops {
+				got = m.Map(op)
+			}
+			assert.Equal(t, tt.want, got)
+			n, _, _ := m.Held()
+			assert.Equal(t, tt.held, n)
+		})
+	}
+}
+
+func TestMapperNodeHeld(t *testing.T) {
+	m := NewMapper()
+	for i, c := range []string{"n/b/eth0", "n/a/eth0", "n/c/eth0"} {
+		m.Map(libchain.Op{Verb: "DEL", Attachment: c, Start: t0.Add(time.Duration(3-i) * time.Minute), Outcome: "error",
+			Calls: []libchain.OpCall{call(0, "bridge", "DEL", "busy")}})
+	}
+	_, ok := m.NodeHeld("node1", 4)
+	assert.False(t, ok, "below the threshold")
+	_, ok = m.NodeHeld("node1", 0)
+	assert.False(t, ok, "disabled")
+	f, ok := m.NodeHeld("node1", 3)
+	require.True(t, ok)
+	assert.Equal(t, Fact{Object{Kind: "Node", Name: "node1"}, Warning, ReasonTeardownsHeld,
+		"3 teardowns are held (threshold 3); the oldest is n/c/eth0, since 2026-11-26T12:01:00Z"}, f)
+}
+
+func TestPodOf(t *testing.T) {
+	tests := []struct {
+		args string
+		want *libchain.OpPod
+	}{
+		{"IgnoreUnknown=1;K8S_POD_NAMESPACE=ns;K8S_POD_NAME=web;K8S_POD_INFRA_CONTAINER_ID=c;K8S_POD_UID=u1", pod},
+		{"K8S_POD_NAMESPACE=ns;K8S_POD_NAME=web", &libchain.OpPod{Namespace: "ns", Name: "web"}},
+		{"K8S_POD_NAME=web", nil},
+		{"", nil},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, libchain.PodOf(tt.args), tt.args)
+	}
+}
