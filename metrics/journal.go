@@ -30,6 +30,9 @@ type JournalTail struct {
 	CacheDir string
 	Path     string // <cacheDir>/events/events.jsonl
 	Metrics  *Metrics
+	// Handle, when set, receives each operation instead of Metrics (which
+	// may then be nil): the agent's Kubernetes events tail the journal so.
+	Handle func(libchain.Op)
 
 	mu  sync.Mutex
 	ino uint64
@@ -133,7 +136,13 @@ func (j *JournalTail) read(f afero.File, off int64) (int64, error) {
 		used += int64(len(line)) + long
 		var op libchain.Op
 		if long > 0 || json.Unmarshal(line, &op) != nil || op.Verb == "" {
-			j.Metrics.skippedLines.Inc()
+			if j.Metrics != nil {
+				j.Metrics.skippedLines.Inc()
+			}
+			continue
+		}
+		if j.Handle != nil {
+			j.Handle(op)
 			continue
 		}
 		j.Metrics.ObserveOp(op)
