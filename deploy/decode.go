@@ -11,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -27,7 +28,8 @@ var UninstallYAML []byte
 
 // Decode splits a multi-document manifest and decodes each document into
 // its typed object (*corev1.Namespace, *corev1.ServiceAccount,
-// *corev1.ConfigMap, *appsv1.DaemonSet), refusing unknown and duplicate
+// *corev1.ConfigMap, *rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding,
+// *appsv1.DaemonSet), refusing unknown and duplicate
 // fields and unknown kinds.
 func Decode(manifest []byte) ([]any, error) {
 	var objs []any
@@ -59,6 +61,10 @@ func newObject(tm metav1.TypeMeta) (any, error) {
 		return &corev1.ServiceAccount{}, nil
 	case "/v1, Kind=ConfigMap":
 		return &corev1.ConfigMap{}, nil
+	case "rbac.authorization.k8s.io/v1, Kind=ClusterRole":
+		return &rbacv1.ClusterRole{}, nil
+	case "rbac.authorization.k8s.io/v1, Kind=ClusterRoleBinding":
+		return &rbacv1.ClusterRoleBinding{}, nil
 	case "apps/v1, Kind=DaemonSet":
 		return &appsv1.DaemonSet{}, nil
 	}

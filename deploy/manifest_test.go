@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 )
 
 // agentHelp returns `catena-agent <sub> --help` of the built binary, whose
@@ -61,6 +62,10 @@ func decodeAll(t *testing.T, manifest []byte) (map[string]any, *appsv1.DaemonSet
 			byKind["ServiceAccount"] = o
 		case *corev1.ConfigMap:
 			byKind["ConfigMap"] = o
+		case *rbacv1.ClusterRole:
+			byKind["ClusterRole"] = o
+		case *rbacv1.ClusterRoleBinding:
+			byKind["ClusterRoleBinding"] = o
 		case *appsv1.DaemonSet:
 			require.Nil(t, ds, "one DaemonSet per manifest")
 			ds = o
@@ -134,7 +139,7 @@ func mountedAt(mounts map[string]corev1.VolumeMount, p string) bool {
 // DaemonSet against the agent's flags: mounts, probes, options.
 func TestCatenaManifest(t *testing.T) {
 	byKind, ds := decodeAll(t, CatenaYAML)
-	for _, k := range []string{"Namespace", "ServiceAccount", "ConfigMap"} {
+	for _, k := range []string{"Namespace", "ServiceAccount", "ConfigMap", "ClusterRole", "ClusterRoleBinding"} {
 		require.Contains(t, byKind, k)
 	}
 	ns := byKind["Namespace"].(*corev1.Namespace).Name
@@ -144,6 +149,18 @@ func TestCatenaManifest(t *testing.T) {
 	assert.Equal(t, sa.Name, spec.ServiceAccountName)
 	assert.Equal(t, ns, sa.Namespace)
 	assert.Equal(t, appsv1.RollingUpdateDaemonSetStrategyType, ds.Spec.UpdateStrategy.Type)
+
+	// RBAC: exactly what the events need, bound to the agent's account.
+	require.Contains(t, byKind, "ClusterRole")
+	require.Contains(t, byKind, "ClusterRoleBinding")
+	role := byKind["ClusterRole"].(*rbacv1.ClusterRole)
+	assert.Equal(t, []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}}},
+		role.Rules)
+	binding := byKind["ClusterRoleBinding"].(*rbacv1.ClusterRoleBinding)
+	assert.Equal(t, rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name}, binding.RoleRef)
+	assert.Equal(t, []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: ns}}, binding.Subjects)
+	require.NotNil(t, spec.AutomountServiceAccountToken)
+	assert.True(t, *spec.AutomountServiceAccountToken, "the agent's token, for events")
 
 	c, flags := checkNodePod(t, ds, "run", []string{"cni-conf-dir", "cni-bin-dir", "cache-dir", "results-dir"})
 	assert.True(t, spec.HostPID, "the reconciler sees which processes are in a pod's netns")
@@ -168,6 +185,11 @@ func TestCatenaManifest(t *testing.T) {
 		assert.Equal(t, host, p.probe.HTTPGet.Host, "hostNetwork: the probe must reach --listen-addr's host")
 		assert.Equal(t, port, strconv.Itoa(p.probe.HTTPGet.Port.IntValue()))
 	}
+
+	require.Len(t, c.Env, 1)
+	assert.Equal(t, "CATENA_AGENT_NODE_NAME", c.Env[0].Name)
+	require.NotNil(t, c.Env[0].ValueFrom)
+	assert.Equal(t, "spec.nodeName", c.Env[0].ValueFrom.FieldRef.FieldPath)
 
 	cm := byKind["ConfigMap"].(*corev1.ConfigMap)
 	require.Len(t, c.EnvFrom, 1)
@@ -217,5 +239,5 @@ func TestDecodeIsStrict(t *testing.T) {
 	for _, o := range objs {
 		kinds = append(kinds, strings.TrimPrefix(fmt.Sprintf("%T", o), "*v1."))
 	}
-	assert.True(t, slices.Equal([]string{"Namespace", "ServiceAccount", "ConfigMap", "DaemonSet"}, kinds), "%v", kinds)
+	assert.True(t, slices.Equal([]string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ConfigMap", "DaemonSet"}, kinds), "%v", kinds)
 }

@@ -18,6 +18,7 @@ import (
 func runCmd(e env) *cobra.Command {
 	var f installFlags
 	var rf reconcileFlags
+	var ef eventsFlags
 	var addr string
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -53,6 +54,15 @@ most once a minute while it goes on (catena_conflist_backoff_seconds).
 A conf dir that is a mount whose host dir was deleted or renamed (a
 hostPath bind mount keeps the old inode) makes it exit 1, so that kubelet
 restarts it with a fresh mount.
+In a cluster (--events, on by default) it records Kubernetes Events through
+client-go's event broadcaster: CatenaRolledBack, CatenaTeardownHeld,
+CatenaTeardownReleased and CatenaReclaimed on the pod of each new operation
+of the event journal (read every --events-interval, from its end at start),
+and CatenaConflistWritten, CatenaConflistTaken and, at
+--events-held-threshold held teardowns, CatenaTeardownsHeld on the Node
+(--node-name). Events the API server does not take are dropped after
+client-go's bounded retries (catena_events_send_errors_total); nothing else
+waits for it. Outside a cluster it logs that it sends none.
 On SIGTERM it exits leaving every file in place.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -74,6 +84,7 @@ On SIGTERM it exits leaving every file in place.`,
 				return err
 			}
 			inst.Observer = obs.metrics
+			events := ef.setup(cmd.Context(), f.cfg.Catena.CacheDir, obs.metrics.Registry, inst, log)
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
 				return fmt.Errorf("--listen-addr: %w", err)
@@ -82,7 +93,7 @@ On SIGTERM it exits leaving every file in place.`,
 			health.Register(mux)
 			health.AddReadiness("install", installReady(inst))
 			health.AddLiveness("install", installAlive(inst, f.resync))
-			return agent.RunAll(cmd.Context(), append(obs.components(),
+			return agent.RunAll(cmd.Context(), append(append(obs.components(), events...),
 				agent.Named{Name: "install", Runnable: agent.RunnableFunc(func(ctx context.Context) error { return inst.Watch(ctx, f.resync) })},
 				agent.Named{Name: "http", Runnable: &agent.Server{Listener: ln, Handler: mux, Log: inst.Log}},
 			)...)
@@ -90,6 +101,7 @@ On SIGTERM it exits leaving every file in place.`,
 	}
 	f.register(cmd, e)
 	rf.register(cmd)
+	ef.register(cmd)
 	cmd.Flags().StringVar(&addr, "listen-addr", defaultListenAddr, "address of /healthz, /readyz and /metrics")
 	return cmd
 }

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/catena-cni/catena/agent"
+	"github.com/catena-cni/catena/kevents"
+	"github.com/catena-cni/catena/nodeconf"
+)
+
+const (
+	defaultEventsInterval      = 2 * time.Second
+	defaultEventsHeldThreshold = 10
+	// eventsAPITimeout bounds each event write, so that a slow API server
+	// only delays (and, past the broadcaster's tries, drops) events.
+	eventsAPITimeout = 10 * time.Second
+)
+
+type eventsFlags struct {
+	enabled   bool
+	node      string
+	threshold int
+	interval  time.Duration
+}
+
+func (f *eventsFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.BoolVar(&f.enabled, "events", true, "record Kubernetes Events on pods and the Node (in a cluster: the pod's ServiceAccount)")
+	fl.StringVar(&f.node, "node-name", "", "the Node's name, for its events (the DaemonSet sets it from spec.nodeName)")
+	fl.IntVar(&f.threshold, "events-held-threshold", defaultEventsHeldThreshold, "a Warning on the Node when this many teardowns are held (0: never)")
+	fl.DurationVar(&f.interval, "events-interval", defaultEventsInterval, "read the event journal for new events this often")
+}
+
+// setup returns the events component, and wraps the installer's observer
+// to report conflist facts on the Node; nothing when --events is false or
+// the agent runs outside a cluster (logged, catena_events_enabled 0).
+func (f *eventsFlags) setup(ctx context.Context, cacheDir string, reg prometheus.Registerer, inst *nodeconf.Installer, log *slog.Logger) []agent.Named {
+	enabled := prometheus.NewGauge(prometheus.GaugeOpts{Name: "catena_events_enabled",
+		Help: "1 while the agent records Kubernetes events, 0 when it does not (disabled, or not in a cluster)."})
+	reg.MustRegister(enabled)
+	if !f.enabled || f.interval <= 0 {
+		return nil
+	}
+	cfg, err := rest.InClusterConfig()
+	if err != nil {
+		log.Info("events: not in a cluster, no Kubernetes events", "error", err)
+		return nil
+	}
+	cfg.Timeout = eventsAPITimeout
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		log.Warn("events: no client for the API server, no Kubernetes events", "error", err)
+		return nil
+	}
+	if f.node == "" {
+		log.Warn("events: --node-name is empty: no events on the Node")
+	}
+	enabled.Set(1)
+	sink := kevents.NewSink(ctx, cs, f.node, reg, 0)
+	inst.Observer = &kevents.NodeObserver{Next: inst.Observer, Emitter: sink, Node: f.node}
+	w := &kevents.Watcher{CacheDir: cacheDir, Node: f.node, HeldThreshold: f.threshold, Interval: f.interval,
+		Emitter: sink, Log: log}
+	if err := w.Start(); err != nil {
+		log.Warn("events: reading the event journal", "error", err)
+	}
+	return []agent.Named{{Name: "events", Runnable: agent.RunnableFunc(func(ctx context.Context) error {
+		defer sink.Shutdown()
+		return w.Run(ctx)
+	})}}
+}
