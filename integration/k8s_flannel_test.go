@@ -177,7 +177,7 @@ func (r *k8sRun) flannelPlain(t *testing.T) {
 func (r *k8sRun) flannelInstall(t *testing.T) {
 	fl := r.flannel(t)
 	web := fl.cacheFiles()
-	objs := r.n.nodeManifest(t, deploy.CatenaYAML, r.tag)
+	objs := r.c.agentManifest(t, deploy.CatenaYAML, r.tag)
 	for _, o := range objs {
 		if cm, ok := o.(*corev1.ConfigMap); ok && cm.Name == "catena-options" {
 			cm.Data["CATENA_AGENT_RECONCILE_INTERVAL"], cm.Data["CATENA_AGENT_GRACE"] = "10s", "30s"

@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/catena-cni/catena/kevents"
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -66,6 +69,8 @@ func (r *k8sRun) forgottenTeardown(t *testing.T) {
 		return nil
 	}, r.n.kubelet)
 	r.forgottenHeld = len(held.Records)
+	checkPodEvent(t, r.c.waitPodEvent(t, "forgotten", kevents.ReasonTeardownHeld, time.Minute), corev1.EventTypeWarning,
+		"failed", "held: delegate")
 	failedAdds := 0
 	for _, op := range r.n.opsSince(t, since) {
 		if op.Verb == "ADD" && op.Outcome == "error" {
@@ -128,6 +133,9 @@ func (r *k8sRun) forgottenTeardown(t *testing.T) {
 	}
 	assert.Equal(t, slices.Repeat([]string{"RETRY ok"}, len(held.Records)), released,
 		"after the lift, only the agent's RETRY touched them: no DEL, ADD or RECLAIM")
+	// the agent's process saw them held, so their release is told
+	checkPodEvent(t, r.c.waitPodEvent(t, "forgotten", kevents.ReasonTeardownReleased, time.Minute), corev1.EventTypeNormal,
+		"RETRY of", "released what was held")
 
 	r.n.startContainerd(t)
 	r.n.restartKubelet(t)

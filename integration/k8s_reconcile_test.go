@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/catena-cni/catena/kevents"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
@@ -74,6 +76,10 @@ func (r *k8sRun) reconcilerUnderKubelet(t *testing.T) {
 		}
 	}
 	assert.Equal(t, pods, reclaims, "each lost attachment reclaimed once, by the agent")
+	for _, d := range []string{"web", "hostport"} {
+		checkPodEvent(t, r.c.waitPodEvent(t, d, kevents.ReasonReclaimed, time.Minute), corev1.EventTypeNormal,
+			"the runtime no longer has the sandbox")
+	}
 	agent := r.agentStatus(t)
 	assert.Equal(t, first.started, agent.started, "the agent process that marked is the one that reclaimed: it never restarted (it was OOMKilled)")
 	r.reclaimAgent = agent

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/catena-cni/catena/kevents"
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/catena-cni/catena/deploy"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -31,6 +34,10 @@ func (r *k8sRun) seedFailure(t *testing.T) {
 	assert.Empty(t, held.IPs, "Catena holds no IP of the failed attempts")
 	assert.Empty(t, held.Records, "nor any record")
 	assert.Zero(t, held.Veths)
+	// each failed attempt's rollback is a Warning on the pod (aggregated
+	// by client-go's correlator)
+	checkPodEvent(t, r.c.waitPodEvent(t, "seed", kevents.ReasonRolledBack, time.Minute), corev1.EventTypeWarning,
+		"failed at delegate", "rolled back", "nothing is held")
 
 	require.NoError(t, os.Remove(r.fault))
 	start := time.Now()

@@ -181,7 +181,7 @@ func (s *soakRun) setup(t *testing.T) {
 // ConfigMap: a reconcile pass every 10 s, 30 s grace, a 20 s delegate
 // timeout.
 func (s *soakRun) manifest(t *testing.T, tag string) []any {
-	objs := s.r.n.nodeManifest(t, deploy.CatenaYAML, tag)
+	objs := s.r.c.agentManifest(t, deploy.CatenaYAML, tag)
 	for _, o := range objs {
 		if cm, ok := o.(*corev1.ConfigMap); ok && cm.Name == "catena-options" {
 			cm.Data["CATENA_AGENT_RECONCILE_INTERVAL"] = soakReconcileEvery.String()

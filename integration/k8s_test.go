@@ -211,7 +211,7 @@ func (r *k8sRun) install(t *testing.T) {
 	before := r.n.state(t)
 	require.Len(t, before.Results, 2, "containerd cached both pods' results")
 	start := time.Now()
-	r.c.apply(t, r.n.nodeManifest(t, deploy.CatenaYAML, r.tag))
+	r.c.apply(t, r.c.agentManifest(t, deploy.CatenaYAML, r.tag))
 	ready := r.waitAgentReady(t, r.tag)
 	r.c.waitNetwork(t, "catena")
 	wrapped := time.Since(start)

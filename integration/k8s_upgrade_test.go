@@ -106,7 +106,7 @@ func (r *k8sRun) upgrade(t *testing.T) {
 	wg.Add(1)
 	go func() { defer wg.Done(); watch = r.n.watchRollout(oldCatena, newCatena, stop) }()
 	start := time.Now()
-	r.c.apply(t, r.n.nodeManifest(t, deploy.CatenaYAML, upgradeTag))
+	r.c.apply(t, r.c.agentManifest(t, deploy.CatenaYAML, upgradeTag))
 	r.c.scale(t, "web", 5) // pods created during the rollout
 	rolled := r.waitAgentReady(t, upgradeTag)
 	waitFor(t, "the new catena is in the bin dir", time.Minute, 100*time.Millisecond, func() error {

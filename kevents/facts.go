@@ -77,8 +77,10 @@ func (m *Mapper) Map(op libchain.Op) []Fact {
 		}
 		msg := fmt.Sprintf("ADD of %s failed at %s: %s; rolled back %s", op.Attachment, at, op.Error,
 			orNone(delegates(okCalls(op, "DEL"))))
-		if len(failedDel) > 0 {
-			msg += "; still held: " + delegates(failedDel)
+		// Only the DEL of a delegate whose ADD succeeded is required: a
+		// failed best-effort DEL (of the delegate that failed) holds nothing.
+		if held := requiredFailures(op, failedDel); len(held) > 0 {
+			msg += "; still held: " + delegates(held)
 			m.hold(op)
 		} else {
 			msg += "; nothing is held"
@@ -86,8 +88,11 @@ func (m *Mapper) Map(op libchain.Op) []Fact {
 		facts = append(facts, m.podFact(op, Warning, ReasonRolledBack, msg))
 	case teardownVerbs[op.Verb] && op.Outcome != "ok" && len(failedDel) > 0:
 		m.hold(op)
-		msg := fmt.Sprintf("%s of %s: DEL of %s failed: %s; held: %s; the agent's retry tries again", op.Verb,
-			op.Attachment, delegates(failedDel), failedDel[0].Error, delegates(failedDel))
+		// Teardown goes on past failed best-effort DELs and stops at the
+		// first required one, in reverse order: the last failure.
+		stop := failedDel[len(failedDel)-1]
+		msg := fmt.Sprintf("%s of %s: DEL of %s failed: %s; held: %s and the delegates before it; the agent's retry tries again",
+			op.Verb, op.Attachment, delegate(stop), stop.Error, delegate(stop))
 		facts = append(facts, m.podFact(op, Warning, ReasonTeardownHeld, msg))
 	case teardownVerbs[op.Verb] && op.Outcome == "ok":
 		if h, ok := m.held[op.Attachment]; ok {
@@ -161,6 +166,22 @@ func failedCalls(op libchain.Op, verb string) []libchain.OpCall {
 	var out []libchain.OpCall
 	for _, c := range op.Calls {
 		if c.Verb == verb && c.Error != "" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// requiredFailures are the failed DELs of delegates whose ADD succeeded
+// in op.
+func requiredFailures(op libchain.Op, failed []libchain.OpCall) []libchain.OpCall {
+	added := map[int]bool{}
+	for _, c := range okCalls(op, "ADD") {
+		added[c.Index] = true
+	}
+	var out []libchain.OpCall
+	for _, c := range failed {
+		if added[c.Index] {
 			out = append(out, c)
 		}
 	}

@@ -24,11 +24,14 @@ func TestMapperMap(t *testing.T) {
 	rollback := libchain.Op{Verb: "ADD", Attachment: "n/c1/eth0", Start: t0, Rollback: true, Outcome: "error",
 		Error: "boom", Pod: pod, Calls: []libchain.OpCall{call(0, "bridge", "ADD", ""), call(1, "seed", "ADD", "boom"),
 			call(1, "seed", "DEL", ""), call(0, "bridge", "DEL", "")}}
+	bestEffort := rollback // the failed delegate's own DEL failing holds nothing
+	bestEffort.Calls = []libchain.OpCall{call(0, "bridge", "ADD", ""), call(1, "seed", "ADD", "boom"),
+		call(1, "seed", "DEL", "also boom"), call(0, "bridge", "DEL", "")}
 	rollbackHeld := rollback
 	rollbackHeld.Calls = []libchain.OpCall{call(0, "bridge", "ADD", ""), call(1, "seed", "ADD", "boom"),
 		call(0, "bridge", "DEL", "busy")}
 	delHeld := libchain.Op{Verb: "DEL", Attachment: "n/c1/eth0", Start: t0, Outcome: "error", Error: "x", Pod: pod,
-		Calls: []libchain.OpCall{call(1, "fw", "DEL", ""), call(0, "bridge", "DEL", "busy")}}
+		Calls: []libchain.OpCall{call(2, "tuning", "DEL", "best effort"), call(1, "fw", "DEL", ""), call(0, "bridge", "DEL", "busy")}}
 	retryOK := libchain.Op{Verb: "RETRY", Attachment: "n/c1/eth0", Start: t0.Add(time.Minute), Outcome: "ok",
 		Calls: []libchain.OpCall{call(0, "bridge", "DEL", "")}}
 	reclaim := libchain.Op{Verb: "RECLAIM", Attachment: "n/c2/eth0", Start: t0, Outcome: "ok", Pod: pod,
@@ -41,10 +44,12 @@ func TestMapperMap(t *testing.T) {
 	}{
 		{"rollback, nothing held", []libchain.Op{rollback}, []Fact{{ref, Warning, ReasonRolledBack,
 			"ADD of n/c1/eth0 failed at delegate 1 (seed): boom; rolled back delegate 1 (seed), delegate 0 (bridge); nothing is held"}}, 0},
+		{"rollback whose best-effort DEL failed", []libchain.Op{bestEffort}, []Fact{{ref, Warning, ReasonRolledBack,
+			"ADD of n/c1/eth0 failed at delegate 1 (seed): boom; rolled back delegate 0 (bridge); nothing is held"}}, 0},
 		{"rollback holding a delegate", []libchain.Op{rollbackHeld}, []Fact{{ref, Warning, ReasonRolledBack,
 			"ADD of n/c1/eth0 failed at delegate 1 (seed): boom; rolled back nothing; still held: delegate 0 (bridge)"}}, 1},
 		{"held DEL", []libchain.Op{delHeld}, []Fact{{ref, Warning, ReasonTeardownHeld,
-			"DEL of n/c1/eth0: DEL of delegate 0 (bridge) failed: busy; held: delegate 0 (bridge); the agent's retry tries again"}}, 1},
+			"DEL of n/c1/eth0: DEL of delegate 0 (bridge) failed: busy; held: delegate 0 (bridge) and the delegates before it; the agent's retry tries again"}}, 1},
 		{"released by the retry, pod remembered", []libchain.Op{delHeld, retryOK}, []Fact{{ref, Normal, ReasonTeardownReleased,
 			"RETRY of n/c1/eth0 released what was held since 2026-11-26T12:00:00Z"}}, 0},
 		{"ok retry of nothing held", []libchain.Op{retryOK}, nil, 0},
