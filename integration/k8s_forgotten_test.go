@@ -10,14 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/catena-cni/catena/kevents"
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/kevents"
 	"github.com/catena-cni/catena/libchain"
 )
 

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/catena-cni/catena/kevents"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
