@@ -154,8 +154,11 @@ func TestCatenaManifest(t *testing.T) {
 	require.Contains(t, byKind, "ClusterRole")
 	require.Contains(t, byKind, "ClusterRoleBinding")
 	role := byKind["ClusterRole"].(*rbacv1.ClusterRole)
-	assert.Equal(t, []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}}},
-		role.Rules)
+	assert.Equal(t, []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
+		{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
+	}, role.Rules, "events, and the HTTPS /metrics' reviews: nothing more")
 	binding := byKind["ClusterRoleBinding"].(*rbacv1.ClusterRoleBinding)
 	assert.Equal(t, rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name}, binding.RoleRef)
 	assert.Equal(t, []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: ns}}, binding.Subjects)
@@ -186,16 +189,22 @@ func TestCatenaManifest(t *testing.T) {
 		assert.Equal(t, port, strconv.Itoa(p.probe.HTTPGet.Port.IntValue()))
 	}
 
-	require.Len(t, c.Env, 1)
-	assert.Equal(t, "CATENA_AGENT_NODE_NAME", c.Env[0].Name)
-	require.NotNil(t, c.Env[0].ValueFrom)
-	assert.Equal(t, "spec.nodeName", c.Env[0].ValueFrom.FieldRef.FieldPath)
+	fromField := map[string]string{}
+	for _, e := range c.Env {
+		require.NotNil(t, e.ValueFrom, e.Name)
+		require.NotNil(t, e.ValueFrom.FieldRef, e.Name)
+		fromField[e.Name] = e.ValueFrom.FieldRef.FieldPath
+	}
+	assert.Equal(t, map[string]string{"CATENA_AGENT_NODE_NAME": "spec.nodeName", "CATENA_AGENT_NODE_IP": "status.hostIP"}, fromField)
+	help := agentHelp(t, "run")
+	for name := range fromField {
+		assert.Contains(t, help, "--"+strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(name, "CATENA_AGENT_"), "_", "-"))+" ")
+	}
 
 	cm := byKind["ConfigMap"].(*corev1.ConfigMap)
 	require.Len(t, c.EnvFrom, 1)
 	assert.Equal(t, cm.Name, c.EnvFrom[0].ConfigMapRef.Name)
 	assert.Equal(t, ns, cm.Namespace)
-	help := agentHelp(t, "run")
 	for key := range cm.Data {
 		flag := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(key, "CATENA_AGENT_"), "_", "-"))
 		assert.True(t, strings.HasPrefix(key, "CATENA_AGENT_"), key)

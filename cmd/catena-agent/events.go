@@ -38,21 +38,32 @@ func (f *eventsFlags) register(cmd *cobra.Command) {
 	fl.DurationVar(&f.interval, "events-interval", defaultEventsInterval, "read the event journal for new events this often")
 }
 
+// inCluster is the agent's in-cluster client config (its ServiceAccount),
+// nil outside a cluster.
+func inCluster(log *slog.Logger) *rest.Config {
+	cfg, err := rest.InClusterConfig()
+	if err != nil {
+		log.Info("not in a cluster: no Kubernetes events, no secure /metrics", "error", err)
+		return nil
+	}
+	return cfg
+}
+
 // setup returns the events component, and wraps the installer's observer
 // to report conflist facts on the Node; nothing when --events is false or
 // the agent runs outside a cluster (logged, catena_events_enabled 0).
-func (f *eventsFlags) setup(ctx context.Context, cacheDir string, reg prometheus.Registerer, inst *nodeconf.Installer, log *slog.Logger) []agent.Named {
+func (f *eventsFlags) setup(ctx context.Context, cfg *rest.Config, cacheDir string, reg prometheus.Registerer, inst *nodeconf.Installer, log *slog.Logger) []agent.Named {
 	enabled := prometheus.NewGauge(prometheus.GaugeOpts{Name: "catena_events_enabled",
 		Help: "1 while the agent records Kubernetes events, 0 when it does not (disabled, or not in a cluster)."})
 	reg.MustRegister(enabled)
 	if !f.enabled || f.interval <= 0 {
 		return nil
 	}
-	cfg, err := rest.InClusterConfig()
-	if err != nil {
-		log.Info("events: not in a cluster, no Kubernetes events", "error", err)
+	if cfg == nil {
+		log.Info("events: not in a cluster, no Kubernetes events")
 		return nil
 	}
+	cfg = rest.CopyConfig(cfg)
 	cfg.Timeout = eventsAPITimeout
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

@@ -40,6 +40,7 @@ func (r *reconcileFlags) register(cmd *cobra.Command) {
 // registry (served on /metrics) and the components to run.
 type observability struct {
 	metrics *metrics.Metrics
+	handler http.Handler // /metrics
 	loop    *reconcile.Loop
 	closer  io.Closer
 }
@@ -54,8 +55,9 @@ func (r *reconcileFlags) setup(mux *http.ServeMux, cacheDir, cniPath string, log
 	}
 	m := metrics.New()
 	tail := metrics.NewJournalTail(cacheDir, m)
-	mux.Handle("GET /metrics", m.Handler(tail, log))
-	o := &observability{metrics: m}
+	h := m.Handler(tail, log)
+	mux.Handle("GET /metrics", h)
+	o := &observability{metrics: m, handler: h}
 	if r.interval == 0 {
 		return o, nil
 	}

@@ -19,6 +19,7 @@ func runCmd(e env) *cobra.Command {
 	var f installFlags
 	var rf reconcileFlags
 	var ef eventsFlags
+	var sf secureFlags
 	var addr string
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -63,6 +64,12 @@ and CatenaConflistWritten, CatenaConflistTaken and, at
 (--node-name). Events the API server does not take are dropped after
 client-go's bounded retries (catena_events_send_errors_total); nothing else
 waits for it. Outside a cluster it logs that it sends none.
+In a cluster it also serves /metrics over HTTPS on --node-ip:
+--secure-metrics-port (0: not), to clients that the API server
+authenticates (TokenReview; no token: 401) and allows get on the
+non-resource URL /metrics (SubjectAccessReview; else 403), as kubelet does;
+the certificate is tls.crt and tls.key of --secure-metrics-cert-dir (a
+mounted kubernetes.io/tls Secret), else self-signed at start.
 On SIGTERM it exits leaving every file in place.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -84,7 +91,13 @@ On SIGTERM it exits leaving every file in place.`,
 				return err
 			}
 			inst.Observer = obs.metrics
-			events := ef.setup(cmd.Context(), f.cfg.Catena.CacheDir, obs.metrics.Registry, inst, log)
+			kcfg := inCluster(log)
+			events := ef.setup(cmd.Context(), kcfg, f.cfg.Catena.CacheDir, obs.metrics.Registry, inst, log)
+			secure, err := sf.setup(kcfg, obs.handler, log)
+			if err != nil {
+				return err
+			}
+			events = append(events, secure...)
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
 				return fmt.Errorf("--listen-addr: %w", err)
@@ -102,6 +115,7 @@ On SIGTERM it exits leaving every file in place.`,
 	f.register(cmd, e)
 	rf.register(cmd)
 	ef.register(cmd)
+	sf.register(cmd)
 	cmd.Flags().StringVar(&addr, "listen-addr", defaultListenAddr, "address of /healthz, /readyz and /metrics")
 	return cmd
 }

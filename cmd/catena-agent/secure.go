@@ -1,0 +1,58 @@
+package main
+
+import (
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+
+	"github.com/catena-cni/catena/agent"
+	"github.com/catena-cni/catena/cli"
+	"github.com/catena-cni/catena/securemetrics"
+)
+
+const defaultSecureMetricsPort = 9618
+
+type secureFlags struct {
+	port    int
+	certDir string
+	nodeIP  string
+}
+
+func (f *secureFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.IntVar(&f.port, "secure-metrics-port", defaultSecureMetricsPort, "serve /metrics over HTTPS on --node-ip at this port, behind the API server's TokenReview and SubjectAccessReview (0: not; in a cluster only)")
+	fl.StringVar(&f.certDir, "secure-metrics-cert-dir", "", "tls.crt and tls.key of the HTTPS endpoint (a mounted kubernetes.io/tls Secret); empty: self-signed at start")
+	fl.StringVar(&f.nodeIP, "node-ip", "", "the node's address for the HTTPS /metrics (the DaemonSet sets it from status.hostIP)")
+}
+
+// setup returns the HTTPS /metrics server, or nothing when the port is 0
+// or the agent runs outside a cluster (cfg nil).
+func (f *secureFlags) setup(cfg *rest.Config, metrics http.Handler, log *slog.Logger) ([]agent.Named, error) {
+	if f.port == 0 || cfg == nil {
+		return nil, nil
+	}
+	if f.port < 0 || f.port > 65535 || net.ParseIP(f.nodeIP) == nil {
+		return nil, cli.Usagef("--secure-metrics-port %d, --node-ip %q: a port and the node's IP address", f.port, f.nodeIP)
+	}
+	h, err := securemetrics.Handler(cfg, metrics, log)
+	if err != nil {
+		return nil, err
+	}
+	tc, err := securemetrics.TLSConfig(f.certDir, f.nodeIP)
+	if err != nil {
+		return nil, err
+	}
+	addr := net.JoinHostPort(f.nodeIP, strconv.Itoa(f.port))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--secure-metrics-port: %w", err)
+	}
+	log.Info("serving /metrics over HTTPS behind the API server's authorization", "addr", addr, "selfSigned", f.certDir == "")
+	return []agent.Named{{Name: "secure-metrics", Runnable: &agent.Server{Listener: tls.NewListener(ln, tc), Handler: h, Log: log}}}, nil
+}
