@@ -83,6 +83,7 @@ func TestKubernetesNode(t *testing.T) {
 		{"reconciler under kubelet", r.reconcilerUnderKubelet},
 		{"forgotten teardown", r.forgottenTeardown},
 		{"metrics", r.metrics},
+		{"secure scrape", r.secureScrape},
 		{"uninstall", r.uninstall},
 		{"flannel plain", r.flannelPlain},
 		{"flannel install", r.flannelInstall},
