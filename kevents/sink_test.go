@@ -72,8 +72,12 @@ func TestSinkCountsFailedWrites(t *testing.T) {
 	start := time.Now()
 	s.Emit(Fact{ref, Normal, ReasonReclaimed, "gone"})
 	assert.Less(t, time.Since(start), time.Second, "Emit does not wait for the API server")
-	require.Eventually(t, func() bool { return testutil.ToFloat64(s.errors) >= 2 }, 5*time.Second, 10*time.Millisecond,
-		"the broadcaster retries, each failure counted")
+	require.Eventually(t, func() bool { return testutil.ToFloat64(s.dropped) == 1 }, 5*time.Second, 10*time.Millisecond,
+		"dropped after the broadcaster's last try")
+	assert.Equal(t, float64(triesPerEvent), testutil.ToFloat64(s.errors), "each try failed and was counted")
+	time.Sleep(50 * time.Millisecond)
+	assert.Equal(t, float64(triesPerEvent), testutil.ToFloat64(s.errors), "and no more tries: client-go's limit is triesPerEvent")
+	assert.Equal(t, 1.0, testutil.ToFloat64(s.dropped))
 	assert.Equal(t, 1.0, testutil.ToFloat64(s.sent.WithLabelValues(ReasonReclaimed)))
 	assert.Empty(t, events(t, cs, "ns"))
 }

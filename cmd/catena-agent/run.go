@@ -62,7 +62,7 @@ of the event journal (read every --events-interval, from its end at start),
 and CatenaConflistWritten, CatenaConflistTaken and, at
 --events-held-threshold held teardowns, CatenaTeardownsHeld on the Node
 (--node-name). Events the API server does not take are dropped after
-client-go's bounded retries (catena_events_send_errors_total); nothing else
+client-go's bounded retries (catena_events_dropped_total); nothing else
 waits for it. Outside a cluster it logs that it sends none.
 In a cluster it also serves /metrics over HTTPS on --node-ip:
 --secure-metrics-port (0: not), to clients that the API server
