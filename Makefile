@@ -66,7 +66,7 @@ test: plugins build image
 	$(GO) vet ./...
 	@echo "make test: every test but TestKubernetesNode: unit, plugin, integration, CRI (about 15 minutes on 2 quiet cores, 20 and more under load)"
 	$(GO) test -count=1 -timeout 40m -skip $(K8S_TEST) ./...
-	@echo "make test: TestKubernetesNode, a real single-node cluster, flannel's scenarios last (about 20 minutes; its log in bin/k8s-test.log)"
+	@echo "make test: TestKubernetesNode, a real single-node cluster, flannel's scenarios and a 5-minute chaos soak last (about 25 minutes; its log in bin/k8s-test.log)"
 	@rc=0; $(GO) test -count=1 -timeout 60m -v -run $(K8S_TEST) ./integration >$(BIN)/k8s-test.log 2>&1 || rc=$$?; \
 	grep -E '^(K8S-SUMMARY|SOAK figure|SOAK invariant|--- |ok|FAIL)' $(BIN)/k8s-test.log || true; \
 	if [ $$rc -ne 0 ]; then tail -n 150 $(BIN)/k8s-test.log; fi; exit $$rc

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -176,15 +177,20 @@ func (s *soakRun) invariants(t *testing.T) []soakInvariant {
 	return inv
 }
 
-// wantedReplicas is the sum of the soak's Deployments' replicas.
+// wantedReplicas is the sum of the soak's Deployments' replicas, from one
+// list of the namespace's Deployments.
 func (s *soakRun) wantedReplicas(t *testing.T) int {
-	total := 0
-	for _, app := range soakAllApps {
-		out := s.r.c.kubectl(t, nil, "get", "deployment", app, "-n", "default", "-o", "jsonpath={.spec.replicas}")
-		n, err := strconv.Atoi(strings.TrimSpace(out))
-		require.NoError(t, err, "replicas of %s: %q", app, out)
-		total += n
+	var list appsv1.DeploymentList
+	require.NoError(t, s.r.c.getJSON(&list, "deployments", "-n", "default"))
+	total, found := 0, 0
+	for _, d := range list.Items {
+		if slices.Contains(soakAllApps, d.Name) {
+			require.NotNil(t, d.Spec.Replicas, "replicas of %s", d.Name)
+			total += int(*d.Spec.Replicas)
+			found++
+		}
 	}
+	require.Equal(t, len(soakAllApps), found, "the soak's Deployments")
 	return total
 }
 

@@ -72,7 +72,7 @@ func New() *Metrics {
 	m.ops = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "catena_operations_total",
 		Help: "Catena operations read from the event journal, by verb and outcome (ok or error)."}, []string{"verb", "outcome"})
 	m.opDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "catena_operation_duration_seconds",
-		Help: "Duration of Catena operations read from the event journal, by verb.", Buckets: opBuckets}, []string{"verb"})
+		Help: "Duration of Catena operations read from the event journal, by verb and outcome (ok or error).", Buckets: opBuckets}, []string{"verb", "outcome"})
 	m.skippedLines = counter("catena_event_journal_skipped_lines_total",
 		"Lines of the event journal that were not an operation (junk, torn or too long) and were skipped.")
 	m.records = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "catena_records",
@@ -110,7 +110,7 @@ func New() *Metrics {
 func (m *Metrics) ObserveOp(op libchain.Op) {
 	verb, outcome := label(op.Verb), label(op.Outcome)
 	m.ops.WithLabelValues(verb, outcome).Inc()
-	m.opDuration.WithLabelValues(verb).Observe(op.Duration.Seconds())
+	m.opDuration.WithLabelValues(verb, outcome).Observe(op.Duration.Seconds())
 }
 
 // label bounds a label value taken from the journal: a line that parses

@@ -76,7 +76,7 @@ func TestJournalTail(t *testing.T) {
 	assert.Equal(t, 4.0, testutil.ToFloat64(m.skippedLines))
 	n, err := testutil.GatherAndCount(m.Registry, "catena_operation_duration_seconds")
 	require.NoError(t, err)
-	assert.Equal(t, 5, n, "one histogram per verb seen")
+	assert.Equal(t, 6, n, "one histogram per verb and outcome seen: add, del ok and error, gc, reclaim, other")
 }
 
 // TestObservePassAndLint: a pass's report sets the gauges and counters,
@@ -134,4 +134,51 @@ catena_conflist_writes_total 2
 		"catena_conflist_writes_total", "catena_conflist_undone_total", "catena_conflist_backoff_seconds"))
 	m.ConflistBackoff(0)
 	assert.Equal(t, 0.0, testutil.ToFloat64(m.conflistBackoff))
+}
+
+// TestProbeGauges: catena_agent_ready follows the readiness check at each
+// scrape, and catena_dir_writable sees a dir the agent cannot write, a dir
+// not made yet by its parent, and registering either twice is an error.
+func TestProbeGauges(t *testing.T) {
+	m := New()
+	var notReady error
+	require.NoError(t, m.ReadinessGauge(func() error { return notReady }))
+	assert.Equal(t, 1.0, gather(t, m, "catena_agent_ready", ""))
+	notReady = assert.AnError
+	assert.Equal(t, 0.0, gather(t, m, "catena_agent_ready", ""))
+	require.Error(t, m.ReadinessGauge(func() error { return nil }))
+
+	cacheDir := t.TempDir() // events/ is not made yet: judged by cacheDir
+	require.NoError(t, m.WritableGauges(cacheDir))
+	assert.Equal(t, 1.0, gather(t, m, "catena_dir_writable", "cache"))
+	assert.Equal(t, 1.0, gather(t, m, "catena_dir_writable", "journal"))
+	if os.Geteuid() != 0 { // root writes through any mode
+		require.NoError(t, os.Chmod(cacheDir, 0o500))
+		t.Cleanup(func() { _ = os.Chmod(cacheDir, 0o700) })
+		assert.Equal(t, 0.0, gather(t, m, "catena_dir_writable", "cache"))
+		assert.Equal(t, 0.0, gather(t, m, "catena_dir_writable", "journal"))
+	}
+	file := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o600))
+	assert.Equal(t, 0.0, writable(filepath.Join(file, "events")), "a cache dir that is not a dir, root too")
+	require.Error(t, m.WritableGauges(cacheDir), "registered twice")
+}
+
+// gather returns the value of name's series (with dir=label if not empty).
+func gather(t *testing.T, m *Metrics, name, label string) float64 {
+	t.Helper()
+	mfs, err := m.Registry.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, s := range mf.GetMetric() {
+			if label == "" || (len(s.GetLabel()) == 1 && s.GetLabel()[0].GetValue() == label) {
+				return s.GetGauge().GetValue()
+			}
+		}
+	}
+	require.Failf(t, "no series", "%s %s", name, label)
+	return 0
 }

@@ -49,6 +49,8 @@ func exportedNames(t *testing.T) []string {
 	m.ConflistWritten()
 	m.ConflistTaken(nodeconf.TakenByCilium)
 	m.ConflistBackoff(time.Second)
+	require.NoError(t, m.ReadinessGauge(func() error { return nil }))
+	require.NoError(t, m.WritableGauges(t.TempDir()))
 	families, err := m.Registry.Gather()
 	require.NoError(t, err)
 	var names []string
@@ -137,7 +139,8 @@ func TestAlertRulesPromtool(t *testing.T) {
 	}
 	abs, err := filepath.Abs(promtool)
 	require.NoError(t, err)
-	for _, args := range [][]string{{"check", "rules", "catena-rules.yaml"}, {"test", "rules", "catena-rules.test.yaml"}} {
+	for _, args := range [][]string{{"check", "rules", "catena-rules.yaml"}, {"test", "rules", "catena-rules.test.yaml"},
+		{"check", "config", "--syntax-only", "scrape-config.yaml"}} {
 		cmd := exec.Command(abs, args...)
 		cmd.Dir = monitoringDir
 		out, err := cmd.CombinedOutput()

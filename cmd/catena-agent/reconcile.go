@@ -54,6 +54,9 @@ func (r *reconcileFlags) setup(mux *http.ServeMux, cacheDir, cniPath string, log
 			r.interval, r.opts.Grace, r.opts.AbandonAfter)
 	}
 	m := metrics.New()
+	if err := m.WritableGauges(cacheDir); err != nil {
+		return nil, err
+	}
 	tail := metrics.NewJournalTail(cacheDir, m)
 	h := m.Handler(tail, log)
 	mux.Handle("GET /metrics", h)

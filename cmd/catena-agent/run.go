@@ -34,7 +34,9 @@ periodic --resync), and serves on --listen-addr:
             sorting first); 503 with the reason otherwise
   /metrics  Prometheus metrics: operations (from the event journal), records
             by network and phase, held attachments, reconcile passes,
-            writes of the generated conflist and who undid them
+            writes of the generated conflist and who undid them, the
+            readiness above and whether the cache and journal dirs are
+            writable
 
 Every --reconcile-interval it runs a pass of the node reconciler (as
 catenactl reconcile does): attachments whose sandbox the CRI runtime at
@@ -106,6 +108,9 @@ On SIGTERM it exits leaving every file in place.`,
 			health.Register(mux)
 			health.AddReadiness("install", installReady(inst))
 			health.AddLiveness("install", installAlive(inst, f.resync))
+			if err := obs.metrics.ReadinessGauge(installReady(inst)); err != nil {
+				return err
+			}
 			return agent.RunAll(cmd.Context(), append(append(obs.components(), events...),
 				agent.Named{Name: "install", Runnable: agent.RunnableFunc(func(ctx context.Context) error { return inst.Watch(ctx, f.resync) })},
 				agent.Named{Name: "http", Runnable: &agent.Server{Listener: ln, Handler: mux, Log: inst.Log}},
