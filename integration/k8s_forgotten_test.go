@@ -171,18 +171,35 @@ func waitMetricAbove(t *testing.T, what string, limit time.Duration, floor float
 // is not counted).
 func (n *k8sNode) phases(t *testing.T) map[string]int {
 	t.Helper()
+	return n.phasesOf(t, n.net)
+}
+
+// phasesOf counts the records of network net by phase.
+func (n *k8sNode) phasesOf(t *testing.T, net string) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for phase, keys := range n.recordsByPhase(t, net) {
+		out[phase] = len(keys)
+	}
+	return out
+}
+
+// recordsByPhase lists the keys (network/container/ifname) of network
+// net's records by phase.
+func (n *k8sNode) recordsByPhase(t *testing.T, net string) map[string][]string {
+	t.Helper()
 	store := cache.NewDiskStore(afero.NewOsFs(), n.cacheDir(), cache.NewFlockLocker(filepath.Join(n.cacheDir(), cache.LocksDir)))
 	keys, err := store.List()
 	require.NoError(t, err)
-	out := map[string]int{}
+	out := map[string][]string{}
 	for _, key := range keys {
 		rec, err := store.Load(key)
 		if errors.Is(err, cache.ErrNotFound) {
 			continue
 		}
 		require.NoError(t, err)
-		if key.Network == n.net {
-			out[string(rec.Phase)]++
+		if key.Network == net {
+			out[string(rec.Phase)] = append(out[string(rec.Phase)], key.String())
 		}
 	}
 	return out

@@ -56,8 +56,9 @@ type seedFigures struct {
 // teardown healed with no runtime, the agent's metrics and the uninstall;
 // then the node switched to flannel's own plugin, Catena installed over it
 // again (its ConfigMap's reconcile interval and grace shortened), and
-// flannel's seed failure, a crash, the reconciler and a missing
-// subnet.env; last, a 5-minute chaos soak on flannel's network
+// flannel's seed failure, a crash, the reconciler, a missing subnet.env
+// and the API server stopped for a minute during pod churn
+// (k8s_outage_test.go); last, a 5-minute chaos soak on flannel's network
 // (k8s_soak_test.go); in one bring-up. Each scenario prints a K8S-SUMMARY
 // line with its figures; the host is checked at the end.
 func TestKubernetesNode(t *testing.T) {
@@ -91,6 +92,7 @@ func TestKubernetesNode(t *testing.T) {
 		{"flannel crash", r.flannelCrash},
 		{"flannel reconciler", r.flannelReconciler},
 		{"flannel subnet.env", r.flannelSubnetEnvMissing},
+		{"api server outage", r.apiServerOutage},
 		{"soak", r.soak},
 	} {
 		if !scenarioSelected(s.name) {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -162,6 +164,46 @@ func TestProbeGauges(t *testing.T) {
 	require.NoError(t, os.WriteFile(file, nil, 0o600))
 	assert.Equal(t, 0.0, writable(filepath.Join(file, "events")), "a cache dir that is not a dir, root too")
 	require.Error(t, m.WritableGauges(cacheDir), "registered twice")
+}
+
+// TestWritableSeesAFullOrReadOnlyFilesystem: the write probe reads 0 on a
+// full tmpfs and on a read-only bind mount, 1 once space is back, and
+// leaves nothing in the dir.
+func TestWritableSeesAFullOrReadOnlyFilesystem(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("mounting a tmpfs needs root (CI=true: this test must run)")
+		}
+		t.Skip("mounting a tmpfs needs root")
+	}
+	dir := t.TempDir()
+	require.NoError(t, unix.Mount("tmpfs", dir, "tmpfs", 0, "size=64k,mode=0700"))
+	t.Cleanup(func() { assert.NoError(t, unix.Unmount(dir, unix.MNT_DETACH)) })
+	assert.Equal(t, 1.0, writable(dir))
+
+	fill := filepath.Join(dir, "fill")
+	f, err := os.OpenFile(fill, os.O_CREATE|os.O_WRONLY, 0o600)
+	require.NoError(t, err)
+	for err == nil {
+		_, err = f.Write(make([]byte, 4096))
+	}
+	require.ErrorIs(t, err, unix.ENOSPC)
+	require.NoError(t, f.Close())
+	assert.Equal(t, 0.0, writable(dir), "full")
+	assert.Equal(t, 0.0, writable(filepath.Join(dir, "events")), "full, judged by the parent")
+	require.NoError(t, os.Remove(fill))
+	assert.Equal(t, 1.0, writable(dir), "space is back")
+
+	ro := t.TempDir()
+	require.NoError(t, unix.Mount(dir, ro, "", unix.MS_BIND, ""))
+	t.Cleanup(func() { assert.NoError(t, unix.Unmount(ro, unix.MNT_DETACH)) })
+	require.NoError(t, unix.Mount("", ro, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""))
+	assert.Equal(t, 0.0, writable(ro), "read-only")
+	assert.Equal(t, 1.0, writable(dir), "the same filesystem, writable where it is not read-only")
+
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "the probe leaves nothing in the dir")
 }
 
 // gather returns the value of name's series (with dir=label if not empty).
