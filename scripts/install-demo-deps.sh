@@ -48,29 +48,14 @@ plugin_pkgs=(
 	github.com/containernetworking/plugins/plugins/meta/bandwidth
 )
 
-plugins_ok=1
-if [[ "$(cat "$plugins_stamp" 2>/dev/null || true)" != "$plugins_want" ]]; then
-	plugins_ok=0
-fi
-for pkg in "${plugin_pkgs[@]}"; do
-	[[ -x "${cni_dir}/${pkg##*/}" ]] || plugins_ok=0
-done
-
-if ((plugins_ok)); then
+if stamp_current "$plugins_stamp" "$plugins_want" "$cni_dir" "${plugin_pkgs[@]##*/}"; then
 	log "CNI plugins ${PLUGINS_VERSION} already in ${cni_dir}"
 else
 	start=$SECONDS
 	log "building CNI plugins ${PLUGINS_VERSION} into ${cni_dir} (1 to 3 minutes cold, by the load on the machine)"
-	mkdir -p "$cni_dir"
 	rm -f "$plugins_stamp"
-	installs=()
-	for pkg in "${plugin_pkgs[@]}"; do
-		installs+=("${pkg}@${PLUGINS_VERSION}")
-	done
-	# Run outside the repo so its go.mod plays no part in the install.
-	(cd / && CGO_ENABLED=0 GOBIN="$cni_dir" go install -trimpath -ldflags='-s -w' "${installs[@]}")
-	printf '%s\n' "$plugins_want" >"${plugins_stamp}.tmp"
-	mv -f "${plugins_stamp}.tmp" "$plugins_stamp"
+	go_install_pinned "$cni_dir" "${plugin_pkgs[@]/%/@${PLUGINS_VERSION}}"
+	write_stamp "$plugins_stamp" "$plugins_want"
 	log "CNI plugins built in $((SECONDS - start)) s"
 fi
 
@@ -78,18 +63,16 @@ fi
 bin_dir="${repo}/bin"
 cnitool_stamp="${bin_dir}/.cnitool.version"
 cnitool_want="cni=${CNI_VERSION}"
-if [[ -x "${bin_dir}/cnitool" && "$(cat "$cnitool_stamp" 2>/dev/null || true)" == "$cnitool_want" ]]; then
+if stamp_current "$cnitool_stamp" "$cnitool_want" "$bin_dir" cnitool; then
 	log "cnitool ${CNI_VERSION} already in ${bin_dir}"
 else
 	start=$SECONDS
 	log "building cnitool ${CNI_VERSION} into ${bin_dir} (under a minute and a half cold)"
-	mkdir -p "$bin_dir"
 	rm -f "$cnitool_stamp"
 	# Static too: built with the plugins' flags, it reuses their compiled
 	# standard library instead of compiling it again with cgo.
-	(cd / && CGO_ENABLED=0 GOBIN="$bin_dir" go install -trimpath -ldflags='-s -w' "github.com/containernetworking/cni/cnitool@${CNI_VERSION}")
-	printf '%s\n' "$cnitool_want" >"${cnitool_stamp}.tmp"
-	mv -f "${cnitool_stamp}.tmp" "$cnitool_stamp"
+	go_install_pinned "$bin_dir" "github.com/containernetworking/cni/cnitool@${CNI_VERSION}"
+	write_stamp "$cnitool_stamp" "$cnitool_want"
 	log "cnitool built in $((SECONDS - start)) s"
 fi
 

@@ -58,7 +58,7 @@ use_local_go
 cni_dir="${repo}/bin/cni"
 stamp="${cni_dir}/.flannel.version"
 want="flannel=${FLANNEL_VERSION} commit=${FLANNEL_COMMIT} src=${FLANNEL_SRC_SHA256} static"
-if [[ -x "${cni_dir}/flannel" && "$(cat "$stamp" 2>/dev/null || true)" == "$want" ]]; then
+if stamp_current "$stamp" "$want" "$cni_dir" flannel; then
 	log "flannel ${FLANNEL_VERSION} already in ${cni_dir}"
 	exit 0
 fi
@@ -78,6 +78,5 @@ about="$("${work}/flannel" 2>&1 || true)"
 [[ "$about" == *"version ${FLANNEL_VERSION} "*"commit ${FLANNEL_COMMIT}"* ]] || die "the built flannel says ${about@Q}"
 mv -f "${work}/flannel" "${cni_dir}/flannel.tmp"
 mv -f "${cni_dir}/flannel.tmp" "${cni_dir}/flannel"
-printf '%s\n' "$want" >"${stamp}.tmp"
-mv -f "${stamp}.tmp" "$stamp"
+write_stamp "$stamp" "$want"
 log "flannel ${FLANNEL_VERSION} built in $((SECONDS - start)) s"

@@ -37,23 +37,6 @@ staging_version="v0.${BASH_REMATCH[1]}.${BASH_REMATCH[2]}"
 dest="${repo}/bin/k8s/${K8S_VERSION}"
 k8s_bins=(kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet)
 
-# up_to_date STAMP WANT BIN... succeeds when STAMP holds WANT and every BIN
-# is an executable in dest.
-up_to_date() {
-	local stamp="$1" want="$2" b
-	shift 2
-	[[ "$(cat "$stamp" 2>/dev/null || true)" == "$want" ]] || return 1
-	for b in "$@"; do
-		[[ -x "${dest}/${b}" ]] || return 1
-	done
-}
-
-# write_stamp STAMP WANT replaces STAMP atomically.
-write_stamp() {
-	printf '%s\n' "$2" >"${1}.tmp"
-	mv -f "${1}.tmp" "$1"
-}
-
 work="$(mktemp -d /tmp/catena-install-k8s.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$dest"
@@ -62,7 +45,7 @@ gobuild=(env CGO_ENABLED=0 go build -trimpath)
 # --- Kubernetes ---------------------------------------------------------------
 k8s_stamp="${dest}/.kubernetes.version"
 k8s_want="kubernetes=${K8S_VERSION} staging=${staging_version}"
-if up_to_date "$k8s_stamp" "$k8s_want" "${k8s_bins[@]}"; then
+if stamp_current "$k8s_stamp" "$k8s_want" "$dest" "${k8s_bins[@]}"; then
 	log "kubernetes ${K8S_VERSION} already in ${dest}"
 else
 	start=$SECONDS
@@ -115,7 +98,7 @@ fi
 # --- etcd ---------------------------------------------------------------------
 etcd_stamp="${dest}/.etcd.version"
 etcd_want="etcd=${ETCD_VERSION}"
-if up_to_date "$etcd_stamp" "$etcd_want" etcd; then
+if stamp_current "$etcd_stamp" "$etcd_want" "$dest" etcd; then
 	log "etcd ${ETCD_VERSION} already in ${dest}"
 else
 	start=$SECONDS

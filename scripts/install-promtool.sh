@@ -17,16 +17,13 @@ use_local_go
 tools="${repo}/bin/tools"
 stamp="${tools}/.promtool.version"
 want="prometheus=${PROMETHEUS_VERSION}"
-if [[ -x "${tools}/promtool" && "$(cat "$stamp" 2>/dev/null || true)" == "$want" ]]; then
+if stamp_current "$stamp" "$want" "$tools" promtool; then
 	log "promtool ${PROMETHEUS_VERSION} already in ${tools}"
 	exit 0
 fi
 start=$SECONDS
 log "building promtool ${PROMETHEUS_VERSION} into ${tools}"
-mkdir -p "$tools"
 rm -f "$stamp"
-(cd / && CGO_ENABLED=0 GOBIN="$tools" go install -trimpath -ldflags='-s -w' \
-	"github.com/prometheus/prometheus/cmd/promtool@${PROMETHEUS_VERSION}")
-printf '%s\n' "$want" >"${stamp}.tmp"
-mv -f "${stamp}.tmp" "$stamp"
+go_install_pinned "$tools" "github.com/prometheus/prometheus/cmd/promtool@${PROMETHEUS_VERSION}"
+write_stamp "$stamp" "$want"
 log "promtool built in $((SECONDS - start)) s"

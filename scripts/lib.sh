@@ -37,3 +37,31 @@ use_local_go() {
 	fi
 	export GOTOOLCHAIN=local
 }
+
+# stamp_current STAMP WANT DIR BIN... succeeds when the version stamp STAMP
+# holds WANT and every BIN is an executable in DIR: what was built is what
+# versions.env pins.
+stamp_current() {
+	local stamp="$1" want="$2" dir="$3" b
+	shift 3
+	[[ "$(cat "$stamp" 2>/dev/null || true)" == "$want" ]] || return 1
+	for b in "$@"; do
+		[[ -x "${dir}/${b}" ]] || return 1
+	done
+}
+
+# write_stamp STAMP WANT replaces STAMP atomically.
+write_stamp() {
+	printf '%s\n' "$2" >"${1}.tmp"
+	mv -f "${1}.tmp" "$1"
+}
+
+# go_install_pinned DIR PKG@VERSION... builds static, trimmed binaries of
+# the pinned packages from the Go module proxy into DIR, outside the repo
+# so that its go.mod plays no part in the install.
+go_install_pinned() {
+	local dir="$1"
+	shift
+	mkdir -p "$dir"
+	(cd / && CGO_ENABLED=0 GOBIN="$dir" go install -trimpath -ldflags='-s -w' "$@")
+}
