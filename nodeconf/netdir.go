@@ -33,11 +33,7 @@ const (
 
 // Validate accepts "", load and ignore.
 func (m NetworkDirMode) Validate() error {
-	switch m {
-	case "", NetworkDirLoad, NetworkDirIgnore:
-		return nil
-	}
-	return fmt.Errorf("network dir mode %q: must be load or ignore", string(m))
+	return oneOf("network dir mode", m, NetworkDirLoad, NetworkDirIgnore)
 }
 
 // maxDirPlugins bounds the plugin files read from a network dir; more is

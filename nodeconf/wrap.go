@@ -51,11 +51,7 @@ const offered = "1.1.0"
 
 // Validate accepts "", auto and primary.
 func (m DelegateVersionsMode) Validate() error {
-	switch m {
-	case "", DelegateVersionsAuto, DelegateVersionsPrimary:
-		return nil
-	}
-	return fmt.Errorf("delegate versions %q: must be auto or primary", string(m))
+	return oneOf("delegate versions", m, DelegateVersionsAuto, DelegateVersionsPrimary)
 }
 
 // catenaPlugin is the one plugin of the generated conflist.
