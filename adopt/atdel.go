@@ -97,11 +97,10 @@ func (d *AtDel) FindOrphan(key cache.Key) (*libchain.Orphan, error) {
 	case err != nil:
 		return nil, fmt.Errorf("libcni cache entry %s: %w", path, err)
 	}
-	if why := checkEntryInfo(fi); why != "" {
-		return nil, d.skip(key, path, errors.New(why))
-	}
-	if err := cache.CheckPrivateFile(path, fi); err != nil {
+	if err := vetEntry(path, fi); errors.Is(err, cache.ErrUntrusted) {
 		return nil, d.refuse(key, path, err)
+	} else if err != nil {
+		return nil, d.skip(key, path, err)
 	}
 	data, id, err := readEntryFile(d.fs, path)
 	switch {

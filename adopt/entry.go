@@ -97,14 +97,13 @@ func (p *pass) scan() ([]candidate, error) {
 			p.skip(name, errors.New("not of network "+p.network), true)
 			continue
 		}
-		if why := checkEntryInfo(fi); why != "" {
+		if err := vetEntry(filepath.Join(dir, name), fi); err != nil {
 			p.settle(name, id)
-			p.skip(name, errors.New(why), false)
-			continue
-		}
-		if err := cache.CheckPrivateFile(filepath.Join(dir, name), fi); err != nil {
-			p.settle(name, id)
-			p.refuse(name, err)
+			if errors.Is(err, cache.ErrUntrusted) {
+				p.refuse(name, err)
+			} else {
+				p.skip(name, err, false)
+			}
 			continue
 		}
 		out = append(out, candidate{name: name, info: fi})
@@ -115,6 +114,17 @@ func (p *pass) scan() ([]candidate, error) {
 		}
 	}
 	return out, nil
+}
+
+// vetEntry checks an lstat of the entry at path before it is read: an
+// error wrapping cache.ErrUntrusted when another user could have written
+// it (the entry is refused), another error when it is not a regular file
+// of bounded size (skipped), nil when it may be read.
+func vetEntry(path string, fi os.FileInfo) error {
+	if why := checkEntryInfo(fi); why != "" {
+		return errors.New(why)
+	}
+	return cache.CheckPrivateFile(path, fi)
 }
 
 // checkEntryInfo refuses anything but a regular file of bounded size; the
