@@ -177,8 +177,13 @@ func (r *k8sRun) secureScrape(t *testing.T) {
 	code, b, err = get("")
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusUnauthorized, code, b)
+	// a token the API server rejects: a bound one with its signature cut
+	code, b, err = get(bound[:strings.LastIndexByte(bound, '.')+1] + "forged")
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusUnauthorized, code, b)
+	assert.NotContains(t, b, "catena_")
 	_, err = (&http.Client{Timeout: 5 * time.Second}).Get("http://" + net.JoinHostPort(nodeIP, "9617") + "/metrics")
 	assert.Error(t, err, "the plain port listens on 127.0.0.1 only")
-	summary("secure scrape", "%s: bound ServiceAccount 200 with Catena's series, unbound 403, no token 401; plain :9617 not reachable on %s",
+	summary("secure scrape", "%s: bound ServiceAccount 200 with Catena's series, unbound 403, no token 401, a forged token 401; plain :9617 not reachable on %s",
 		url, nodeIP)
 }

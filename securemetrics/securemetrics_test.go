@@ -74,10 +74,8 @@ func TestHandlerAuthenticatesAndAuthorizes(t *testing.T) {
 		{"bound account", "bound", "/metrics", http.StatusOK},
 		{"no binding", "unbound", "/metrics", http.StatusForbidden},
 		{"no token", "", "/metrics", http.StatusUnauthorized},
-		// controller-runtime's filter answers 500 to any authenticator
-		// error, and apiserver's bearer authenticator calls a token the
-		// TokenReview rejects "invalid bearer token": no series either way
-		{"bad token", "forged", "/metrics", http.StatusInternalServerError},
+		// a token the TokenReview rejects: 401, as kubelet answers
+		{"bad token", "forged", "/metrics", http.StatusUnauthorized},
 		{"other path, authorized user", "bound", "/readyz", http.StatusForbidden},
 	}
 	for _, tt := range tests {
