@@ -86,6 +86,7 @@ func (r *k8sRun) apiServerOutage(t *testing.T) {
 	_, err := r.c.kubectlErr(nil, "get", "nodes", "--request-timeout=3s")
 	require.Error(t, err, "the API server does not answer while stopped")
 	probe := startReadyProbe()
+	t.Cleanup(func() { probe.stop() })
 
 	// churn: the sandboxes die while new ADDs fail and are rolled back
 	touch(t, addFault)
@@ -213,6 +214,7 @@ func countPodOps(ops []libchain.Op, prefix, verb, outcome string) int {
 // readyProbe polls the agent's /readyz every second until stopped.
 type readyProbe struct {
 	done            chan struct{}
+	once            sync.Once
 	wg              sync.WaitGroup
 	mu              sync.Mutex
 	polls, notReady int
@@ -244,11 +246,13 @@ func startReadyProbe() *readyProbe {
 	return p
 }
 
-// stop ends the polls and returns how many there were and how many did
-// not answer 200.
+// stop ends the polls (once; the cleanup stops it if the test failed
+// first) and returns how many there were and how many did not answer 200.
 func (p *readyProbe) stop() (polls, notReady int) {
-	close(p.done)
+	p.once.Do(func() { close(p.done) })
 	p.wg.Wait()
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	return p.polls, p.notReady
 }
 
