@@ -2,6 +2,7 @@ package libchain
 
 import (
 	"context"
+	"iter"
 	"log/slog"
 	"strings"
 	"sync"
@@ -42,12 +43,24 @@ type OpPod struct {
 	UID       string `json:"uid,omitempty"`
 }
 
+// CNIArgs yields the key=value pairs of CNI_ARGS in order, skipping any
+// part without "=".
+func CNIArgs(cniArgs string) iter.Seq2[string, string] {
+	return func(yield func(string, string) bool) {
+		for kv := range strings.SplitSeq(cniArgs, ";") {
+			k, v, ok := strings.Cut(kv, "=")
+			if ok && !yield(k, v) {
+				return
+			}
+		}
+	}
+}
+
 // PodOf parses the K8S_POD_NAMESPACE, K8S_POD_NAME and K8S_POD_UID of
 // CNI_ARGS; nil unless both namespace and name are there.
 func PodOf(cniArgs string) *OpPod {
 	var p OpPod
-	for kv := range strings.SplitSeq(cniArgs, ";") {
-		k, v, _ := strings.Cut(kv, "=")
+	for k, v := range CNIArgs(cniArgs) {
 		switch k {
 		case "K8S_POD_NAMESPACE":
 			p.Namespace = v

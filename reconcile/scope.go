@@ -2,9 +2,9 @@ package reconcile
 
 import (
 	"strconv"
-	"strings"
 
 	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/libchain"
 )
 
 // infraKey is the CNI_ARGS key by which CRI runtimes (containerd, CRI-O)
@@ -15,9 +15,8 @@ const infraKey = "K8S_POD_INFRA_CONTAINER_ID"
 // K8S_POD_INFRA_CONTAINER_ID equal to its container ID. Records made by
 // cnitool, podman or anything else are never reclaimed.
 func InScope(rec *cache.Record) bool {
-	for kv := range strings.SplitSeq(rec.Args, ";") {
-		k, v, ok := strings.Cut(kv, "=")
-		if ok && k == infraKey {
+	for k, v := range libchain.CNIArgs(rec.Args) {
+		if k == infraKey {
 			return v == rec.Key.ContainerID
 		}
 	}
