@@ -59,8 +59,7 @@ func (f *eventsFlags) setup(ctx context.Context, cfg *rest.Config, cacheDir stri
 	if !f.enabled || f.interval <= 0 {
 		return nil
 	}
-	if cfg == nil {
-		log.Info("events: not in a cluster, no Kubernetes events")
+	if cfg == nil { // not in a cluster: inCluster logged it
 		return nil
 	}
 	cfg = rest.CopyConfig(cfg)
