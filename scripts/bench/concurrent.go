@@ -13,6 +13,9 @@ import (
 type burst struct {
 	wall time.Duration
 	each []time.Duration
+	// busy is the CPU time the whole node spent during the burst, all
+	// cores (nodeBusy): what the burst cost, whoever paid it.
+	busy time.Duration
 }
 
 // concResult is phase (b): bursts of concurrent ADDs, then of as many DELs.
@@ -26,6 +29,15 @@ func all(bs []burst) []time.Duration {
 	var out []time.Duration
 	for _, b := range bs {
 		out = append(out, b.each...)
+	}
+	return out
+}
+
+// busies lists the bursts' node CPU times.
+func busies(bs []burst) []time.Duration {
+	out := make([]time.Duration, len(bs))
+	for i, b := range bs {
+		out[i] = b.busy
 	}
 	return out
 }
@@ -105,9 +117,15 @@ func (b *bench) burst(calls []call) (burst, error) {
 			out.each[i], errs[i] = b.invoke(c)
 		}()
 	}
+	busy0, err := nodeBusy()
+	if err != nil {
+		return out, err
+	}
 	t0 := time.Now()
 	close(start)
 	wg.Wait()
 	out.wall = time.Since(t0)
-	return out, errors.Join(errs...)
+	busy1, err := nodeBusy()
+	out.busy = busy1 - busy0
+	return out, errors.Join(append(errs, err)...)
 }

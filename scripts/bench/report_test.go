@@ -30,8 +30,8 @@ func sampleResults(catenaPct, scalePct int) *results {
 			"plain":  {add: base, del: base},
 		}},
 		conc: &concResult{
-			add: map[string][]burst{"catena": {{wall: 110 * time.Millisecond * time.Duration(100+catenaPct) / 100, each: scaled(base, catenaPct)}},
-				"plain": {{wall: 110 * time.Millisecond, each: base}}},
+			add: map[string][]burst{"catena": {{wall: 110 * time.Millisecond * time.Duration(100+catenaPct) / 100, each: scaled(base, catenaPct), busy: 250 * time.Millisecond}},
+				"plain": {{wall: 110 * time.Millisecond, each: base, busy: 200 * time.Millisecond}}},
 			del: map[string][]burst{"catena": {{wall: 100 * time.Millisecond, each: base}}, "plain": {{wall: 100 * time.Millisecond, each: base}}},
 		},
 		scale: []*scaleLevel{
@@ -50,7 +50,7 @@ func TestReportVerdicts(t *testing.T) {
 		want                []string
 	}{
 		{name: "within targets", catenaPct: 5, scalePct: 3, wantMet: true,
-			want: []string{"ADD 1.050", "target <= 1.10: met", "wall 1.050", "flat: every p50 <= 1.20 x that with 0 records: met", "5.9MiB", "1.350"}},
+			want: []string{"ADD 1.050", "target <= 1.10: met", "wall 1.050", "node CPU 1.250", "flat: every p50 <= 1.20 x that with 0 records: met", "5.9MiB", "1.350"}},
 		{name: "catena too slow", catenaPct: 20, scalePct: 3, want: []string{"ADD 1.200", "NOT met"}},
 		{name: "not flat", catenaPct: 5, scalePct: 40, want: []string{"1.400", "records: NOT met"}},
 	}
