@@ -106,6 +106,10 @@ func (b *bench) burstAddDel(v *variant, round int) (add, del burst, err error) {
 // burst starts every call at once and waits for all of them.
 func (b *bench) burst(calls []call) (burst, error) {
 	out := burst{each: make([]time.Duration, len(calls))}
+	busy0, err := nodeBusy() // before any call is started, so none waits on an error
+	if err != nil {
+		return out, err
+	}
 	errs := make([]error, len(calls))
 	start := make(chan struct{})
 	var wg sync.WaitGroup
@@ -116,10 +120,6 @@ func (b *bench) burst(calls []call) (burst, error) {
 			<-start
 			out.each[i], errs[i] = b.invoke(c)
 		}()
-	}
-	busy0, err := nodeBusy()
-	if err != nil {
-		return out, err
 	}
 	t0 := time.Now()
 	close(start)

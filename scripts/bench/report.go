@@ -83,7 +83,7 @@ func (r *results) reportSeq(w io.Writer) bool {
 
 func (r *results) reportConc(w io.Writer, conc int) bool {
 	rounds := len(r.conc.add["catena"])
-	fmt.Fprintf(w, "\n(b) %d ADDs at once, then %d DELs, cnitool, %d rounds per variant (wall: median round; node CPU: the whole machine's busy time in the median round)\n", conc, conc, rounds)
+	fmt.Fprintf(w, "\n(b) %d ADDs at once, then %d DELs, cnitool, %d rounds per variant (wall: median round; node CPU: median of the rounds' busy time of the whole machine, all cores)\n", conc, conc, rounds)
 	tw := table(w)
 	fmt.Fprintln(tw, "variant\tverb\twall\tnode CPU\tp50\tp95\tmax\tn\t")
 	for _, name := range []string{"catena", "plain"} {
