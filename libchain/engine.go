@@ -288,8 +288,8 @@ func (e *Engine) clearEarlier(ctx context.Context, req Request, key cache.Key) e
 	e.log().Warn("finishing teardown left by an earlier operation before ADD",
 		"attachment", key.String(), "phase", string(rec.Phase))
 	args := req.Args
-	args.NetNS = e.recordedNetNS(rec) // the earlier attempt's netns, if still that namespace
-	if err := e.teardown(ctx, req.Conf, rec, args, false); err != nil {
+	args.NetNS = rec.NetNS // the earlier attempt's netns, if still that namespace
+	if err := e.teardown(ctx, req.Conf, rec, args, byNobody); err != nil {
 		return cniErrorCode(types.ErrTryAgainLater, "ADD %s: an earlier attempt still holds resources that could not be torn down: %w", key, err)
 	}
 	return nil
@@ -301,7 +301,7 @@ func (e *Engine) rollback(ctx context.Context, req Request, rec *cache.Record, c
 	rec.AddError = msgOf(cause)
 	code := codeOf(cause, def)
 	traceOf(ctx).rolledBack()
-	if err := e.teardown(ctx, req.Conf, rec, req.Args, true); err != nil {
+	if err := e.teardown(ctx, req.Conf, rec, req.Args, byRollback); err != nil {
 		return types.NewError(code, fmt.Sprintf("catena: ADD %s: %s; rollback incomplete, still held and recorded for the next DEL: %s",
 			rec.Key, msgOf(cause), msgOf(err)), "")
 	}

@@ -223,7 +223,7 @@ func (e *Engine) collectOne(ctx context.Context, req Request, key cache.Key, now
 		rep.WouldTearDown = append(rep.WouldTearDown, key)
 		return
 	}
-	if err := e.teardown(ctx, req.Conf, rec, e.argsFor(rec, req.Args.Path), false); err != nil {
+	if err := e.teardown(ctx, req.Conf, rec, argsFor(rec, req.Args.Path), byNobody); err != nil {
 		rep.Errors = append(rep.Errors, fmt.Sprintf("%s: %s", key, msgOf(err)))
 		rep.KeptAlive = append(rep.KeptAlive, att)
 		return
@@ -239,12 +239,12 @@ func needsTeardown(rec *cache.Record) bool {
 }
 
 // argsFor rebuilds the runtime arguments of a record's own attachment for a
-// teardown that no runtime asked for: the ADD's netns only while the file
-// at its path is still that namespace (else none, as in a DEL after the
-// sandbox is gone; see recordedNetNS) and CNI_ARGS.
-func (e *Engine) argsFor(rec *cache.Record, path string) RuntimeArgs {
-	return RuntimeArgs{ContainerID: rec.Key.ContainerID, IfName: rec.Key.IfName, Args: rec.Args, Path: path,
-		NetNS: e.recordedNetNS(rec)}
+// teardown that no runtime asked for (byNobody): the ADD's netns, which the
+// teardown passes on only while the file at its path is still that
+// namespace (else none, as in a DEL after the sandbox is gone; see
+// teardownNetNS), and CNI_ARGS.
+func argsFor(rec *cache.Record, path string) RuntimeArgs {
+	return RuntimeArgs{ContainerID: rec.Key.ContainerID, IfName: rec.Key.IfName, Args: rec.Args, Path: path, NetNS: rec.NetNS}
 }
 
 // forwardGC sends GC to every delegate that supports CNI 1.1.0, with the

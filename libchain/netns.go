@@ -1,6 +1,7 @@
 package libchain
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -138,36 +139,65 @@ const (
 // netnsState compares what is at rec.NetNS with the identity recorded at
 // ADD, and says why when it is not the same namespace.
 func (e *Engine) netnsState(rec *cache.Record) (nsState, string) {
-	if rec.NetNS == "" {
-		return nsNone, "no netns recorded"
-	}
-	cur, err := e.statNetNS(rec.NetNS)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nsGone, "netns " + rec.NetNS + " is gone"
-	case err != nil:
-		return nsUnverified, "netns " + rec.NetNS + " cannot be read: " + err.Error()
-	case rec.NetNSID == nil:
-		return nsUnverified, "netns " + rec.NetNS + " exists, but the record (from an earlier build) has no identity to tell whether it is the same namespace"
-	case cur != *rec.NetNSID:
-		return nsReplaced, "netns " + rec.NetNS + " is now another namespace"
-	}
-	return nsSame, "netns " + rec.NetNS + " still exists"
+	return e.netnsStateAt(rec, rec.NetNS)
 }
 
-// recordedNetNS is the CNI_NETNS for a teardown of rec that no runtime asked
-// for: the ADD's netns only while the file there is still that namespace.
-// Otherwise none, which the spec allows for DEL: the delegates then free
-// what they hold outside the namespace (IPs, rules) and leave the
-// namespace, which is not theirs any more, alone.
-func (e *Engine) recordedNetNS(rec *cache.Record) string {
-	state, why := e.netnsState(rec)
+// netnsStateAt compares what is at path (the record's netns, or the one a
+// runtime's DEL names) with the identity recorded at ADD.
+func (e *Engine) netnsStateAt(rec *cache.Record, path string) (nsState, string) {
+	if path == "" {
+		return nsNone, "no netns recorded"
+	}
+	cur, err := e.statNetNS(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nsGone, "netns " + path + " is gone"
+	case err != nil:
+		return nsUnverified, "netns " + path + " cannot be read: " + err.Error()
+	case rec.NetNSID == nil:
+		return nsUnverified, "netns " + path + " exists, but the record (from an earlier build) has no identity to tell whether it is the same namespace"
+	case cur != *rec.NetNSID:
+		return nsReplaced, "netns " + path + " is now another namespace than the ADD's"
+	}
+	return nsSame, "netns " + path + " still exists"
+}
+
+// teardownNetNS is the CNI_NETNS a teardown of rec passes its delegates,
+// given path: the runtime's CNI_NETNS (a DEL, or the ADD's own rollback)
+// or, when nobody's call asked for it (by is byNobody), the record's.
+//
+// Every teardown checks what is at path against the identity recorded at
+// ADD, and passes path only while it is still that namespace. When another
+// namespace stands there (a runtime that names netns files itself reused
+// the path for a new pod) or it cannot be read, the delegates get no
+// CNI_NETNS, which the spec allows for DEL: they free what they hold
+// outside the namespace (IPs, rules) and leave the namespace, which may be
+// another pod's, alone. A replaced namespace is logged here, once per
+// teardown, and counted in the operation's journal line (Op.NetNSReplaced).
+//
+// A gone path is passed on as the runtime gave it (the delegates' DEL
+// accepts a missing namespace), and a record of an earlier build, with no
+// identity to compare, keeps the runtime's path; a teardown nobody asked
+// for passes neither.
+func (e *Engine) teardownNetNS(ctx context.Context, rec *cache.Record, path string, by teardownBy) string {
+	if path == "" {
+		return ""
+	}
+	if rec.NetNSID == nil && by != byNobody {
+		return path
+	}
+	state, why := e.netnsStateAt(rec, path)
 	switch state {
 	case nsSame:
-		return rec.NetNS
-	case nsNone, nsGone:
-	default:
-		e.log().Warn("tearing down without CNI_NETNS: "+why, "attachment", rec.Key.String(), "netns", rec.NetNS)
+		return path
+	case nsGone:
+		if by != byNobody {
+			return path
+		}
+		return ""
+	case nsReplaced:
+		traceOf(ctx).netnsReplaced(rec.Key)
 	}
+	e.log().Warn("tearing down without CNI_NETNS: "+why, "attachment", rec.Key.String(), "netns", path, "by", by.String())
 	return ""
 }

@@ -2,6 +2,7 @@ package libchain
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"sync"
@@ -67,8 +68,9 @@ func (f *fakeNetNS) stat(path string) (cache.NetNSIdentity, error) {
 
 var _ StatNetNSFunc = newFakeNetNS().stat
 
-// TestNetNSState: what a teardown nobody asked for passes as CNI_NETNS,
-// and what GC --stale-netns makes of it, for every state of the path.
+// TestNetNSState: what a teardown passes as CNI_NETNS, whoever asked for
+// it, and what GC --stale-netns makes of the record, for every state of
+// the path.
 func TestNetNSState(t *testing.T) {
 	const path = "/var/run/netns/x"
 	tests := []struct {
@@ -77,16 +79,18 @@ func TestNetNSState(t *testing.T) {
 		recorded  bool // the record has the ADD's identity
 		then      func(f *fakeNetNS)
 		wantState nsState
-		wantArgs  string
+		// CNI_NETNS of a teardown nobody asked for, and of a runtime's
+		// DEL (or rollback) that names path
+		wantNobody, wantRuntime string
 	}{
-		{name: "no netns recorded", netns: "", wantState: nsNone},
-		{name: "same namespace", netns: path, recorded: true, then: func(*fakeNetNS) {}, wantState: nsSame, wantArgs: path},
-		{name: "gone", netns: path, recorded: true, then: func(f *fakeNetNS) { f.remove(path) }, wantState: nsGone},
+		{name: "no netns recorded", netns: "", wantState: nsNone, wantRuntime: path},
+		{name: "same namespace", netns: path, recorded: true, then: func(*fakeNetNS) {}, wantState: nsSame, wantNobody: path, wantRuntime: path},
+		{name: "gone", netns: path, recorded: true, then: func(f *fakeNetNS) { f.remove(path) }, wantState: nsGone, wantRuntime: path},
 		{name: "another namespace at the path", netns: path, recorded: true, then: func(f *fakeNetNS) { f.create(path) }, wantState: nsReplaced},
 		{name: "another namespace with the reused inode", netns: path, recorded: true, then: func(f *fakeNetNS) { f.reuseInode(path) }, wantState: nsReplaced},
 		{name: "unreadable", netns: path, recorded: true, then: func(f *fakeNetNS) { f.errs[path] = fs.ErrPermission }, wantState: nsUnverified},
-		{name: "record of an earlier build, path exists", netns: path, then: func(*fakeNetNS) {}, wantState: nsUnverified},
-		{name: "record of an earlier build, path gone", netns: path, then: func(f *fakeNetNS) { f.remove(path) }, wantState: nsGone},
+		{name: "record of an earlier build, path exists", netns: path, then: func(*fakeNetNS) {}, wantState: nsUnverified, wantRuntime: path},
+		{name: "record of an earlier build, path gone", netns: path, then: func(f *fakeNetNS) { f.remove(path) }, wantState: nsGone, wantRuntime: path},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -103,9 +107,18 @@ func TestNetNSState(t *testing.T) {
 			}
 			state, why := eng.netnsState(rec)
 			assert.Equal(t, tc.wantState, state, why)
-			args := eng.argsFor(rec, "/opt/cni/bin")
-			assert.Equal(t, tc.wantArgs, args.NetNS)
-			assert.Equal(t, RuntimeArgs{ContainerID: "c1", IfName: "eth0", Args: "K=V", Path: "/opt/cni/bin", NetNS: tc.wantArgs}, args)
+			args := argsFor(rec, "/opt/cni/bin")
+			assert.Equal(t, RuntimeArgs{ContainerID: "c1", IfName: "eth0", Args: "K=V", Path: "/opt/cni/bin", NetNS: tc.netns}, args)
+			ctx, trace := eng.begin(context.Background(), "TEST", rec.Key)
+			assert.Equal(t, tc.wantNobody, eng.teardownNetNS(ctx, rec, args.NetNS, byNobody), "nobody's teardown")
+			for _, by := range []teardownBy{byRuntime, byRollback} {
+				assert.Equal(t, tc.wantRuntime, eng.teardownNetNS(ctx, rec, path, by), by.String())
+			}
+			replaced := 0
+			if tc.wantState == nsReplaced {
+				replaced = 3 // once per teardown
+			}
+			assert.Len(t, trace.op.NetNSReplaced, replaced)
 		})
 	}
 }
@@ -138,12 +151,22 @@ func (h *nsHarness) add(t *testing.T, cid string) {
 	require.NoError(t, err)
 }
 
-// TestTeardownNobodyAskedForChecksTheNamespace: a record needs teardown;
-// its netns path then holds the same namespace, or another one. Every
-// teardown no runtime asked for (a retry pass, GC, repair, a
-// repeated ADD) passes the path only in the first case.
-func TestTeardownNobodyAskedForChecksTheNamespace(t *testing.T) {
+// TestEveryTeardownChecksTheNamespace: a record needs teardown; its netns
+// path then holds the same namespace, or another one (a runtime that names
+// netns files itself reused it for a new pod). Every teardown, whoever
+// asks for it (the runtime's DEL naming that path, a retry pass, GC,
+// repair, the agent's RETRY and RECLAIM, a repeated ADD), passes the path
+// only in the first case, and the operation's journal line names the
+// attachment in the second.
+func TestEveryTeardownChecksTheNamespace(t *testing.T) {
 	heal := map[string]func(t *testing.T, h *nsHarness){
+		"runtime's DEL": func(t *testing.T, h *nsHarness) {
+			require.NoError(t, h.eng.Del(context.Background(), req(h.conf, "old")))
+		},
+		"reclaim": func(t *testing.T, h *nsHarness) {
+			_, err := h.eng.Reclaim(context.Background(), keyOf(h.conf, "old"), ReclaimOptions{Verb: "RECLAIM", Path: "/opt/cni/bin"})
+			require.NoError(t, err)
+		},
 		"retry pass": func(t *testing.T, h *nsHarness) {
 			h.clock.advance(retryBackoff(1))
 			rep, err := h.eng.RetryPending(context.Background(), gcReq(h.conf), RetryOptions{Linger: -1})
@@ -152,8 +175,11 @@ func TestTeardownNobodyAskedForChecksTheNamespace(t *testing.T) {
 		},
 		"GC": func(t *testing.T, h *nsHarness) {
 			h.clock.advance(time.Hour)
-			_, err := h.eng.CollectGarbage(context.Background(), gcReq(h.conf), GCOptions{Valid: []Attachment{}, SkipDelegates: true})
-			require.NoError(t, err)
+			r := gcReq(h.conf)
+			conf := *r.Conf
+			conf.ValidAttachments = json.RawMessage(`[]`)
+			r.Conf = &conf
+			require.NoError(t, h.eng.GC(context.Background(), r))
 		},
 		"repair": func(t *testing.T, h *nsHarness) {
 			_, err := h.eng.Repair(context.Background(), gcReq(h.conf), nil)
@@ -183,6 +209,8 @@ func TestTeardownNobodyAskedForChecksTheNamespace(t *testing.T) {
 				}
 				h.exec.set("portmap", behaviour{})
 				h.exec.reset()
+				var ops []Op
+				h.eng.OnOp = func(op Op) { ops = append(ops, op) }
 
 				healer(t, h)
 				var dels []call
@@ -193,10 +221,16 @@ func TestTeardownNobodyAskedForChecksTheNamespace(t *testing.T) {
 				}
 				require.Len(t, dels, 1, "the old record is torn down once: %v", h.exec.seen())
 				want := old.Args.NetNS
+				var named []string
+				for _, op := range ops {
+					named = append(named, op.NetNSReplaced...)
+				}
+				var wantNamed []string
 				if replaced {
-					want = ""
+					want, wantNamed = "", []string{old.Key().String()}
 				}
 				assert.Equal(t, want, dels[0].NetNS)
+				assert.Equal(t, wantNamed, named, "the journal names the attachment torn down without its netns")
 			})
 		}
 	}

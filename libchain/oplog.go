@@ -31,6 +31,11 @@ type Op struct {
 	// Adopted names the source of the attachment that a DEL with no
 	// record adopted and tore down (orphan.go).
 	Adopted string `json:"adopted,omitempty"`
+	// NetNSReplaced names the attachments this operation tore down
+	// without CNI_NETNS because another namespace than the ADD's stood at
+	// their netns path (teardownNetNS): their delegates freed IPs and
+	// rules and left that namespace, another pod's, alone.
+	NetNSReplaced []string `json:"netnsReplaced,omitempty"`
 	// Pod is the Kubernetes pod of the attachment, from the K8S_POD_*
 	// CNI_ARGS that a CRI runtime passes; nil for any other caller.
 	Pod *OpPod `json:"pod,omitempty"`
@@ -155,6 +160,15 @@ func (t *opTrace) pod(cniArgs string) {
 	t.mu.Unlock()
 }
 
+func (t *opTrace) netnsReplaced(key cache.Key) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	t.op.NetNSReplaced = append(t.op.NetNSReplaced, key.String())
+	t.mu.Unlock()
+}
+
 func (t *opTrace) adopted(source string) {
 	if t == nil {
 		return
@@ -170,6 +184,7 @@ func (e *Engine) finish(t *opTrace, slow time.Duration, err error) {
 	t.mu.Lock()
 	op := t.op
 	op.Calls = append([]OpCall(nil), t.op.Calls...)
+	op.NetNSReplaced = append([]string(nil), t.op.NetNSReplaced...)
 	t.mu.Unlock()
 	op.Duration = e.now().Sub(op.Start)
 	op.Outcome = "ok"
@@ -194,6 +209,9 @@ func (e *Engine) finish(t *opTrace, slow time.Duration, err error) {
 		"delegates", op.Calls, "error", op.Error, "slowThreshold", slow}
 	if op.Adopted != "" {
 		attrs = append(attrs, "adopted", op.Adopted)
+	}
+	if len(op.NetNSReplaced) > 0 {
+		attrs = append(attrs, "netnsReplaced", op.NetNSReplaced)
 	}
 	e.log().Log(context.Background(), level, msg, attrs...)
 	if e.OnOp != nil {

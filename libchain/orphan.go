@@ -55,7 +55,7 @@ func (e *Engine) delOrphan(ctx context.Context, req Request, key cache.Key) erro
 	e.log().Warn("DEL found no record: adopting and tearing down the attachment the primary made",
 		"attachment", key.String(), "source", o.Source, "delegates", len(o.Record.Steps))
 	traceOf(ctx).adopted(o.Source)
-	if err := e.teardown(ctx, req.Conf, o.Record, req.Args, false); err != nil {
+	if err := e.teardown(ctx, req.Conf, o.Record, req.Args, byRuntime); err != nil {
 		return cniErrorCode(types.ErrTryAgainLater, "DEL %s: adopted from %s: %w; still held and recorded, retry DEL", key, o.Source, err)
 	}
 	if o.Settle != nil {

@@ -73,7 +73,7 @@ func (e *Engine) Reclaim(ctx context.Context, key cache.Key, opts ReclaimOptions
 		}
 	}
 	tctx, t := e.begin(ctx, opts.Verb, key)
-	err = e.teardown(tctx, conf, rec, e.argsFor(rec, opts.Path), false)
+	err = e.teardown(tctx, conf, rec, argsFor(rec, opts.Path), byNobody)
 	e.finish(t, conf.SlowThreshold, err)
 	if err != nil {
 		return res, fmt.Errorf("%s %s: %w", opts.Verb, key, err)

@@ -96,7 +96,7 @@ func (e *Engine) repairOne(ctx context.Context, req Request, key cache.Key, verb
 	case !needsTeardown(rec):
 		return &skipError{reason: "complete"}
 	}
-	if err := e.teardown(ctx, req.Conf, rec, e.argsFor(rec, req.Args.Path), false); err != nil {
+	if err := e.teardown(ctx, req.Conf, rec, argsFor(rec, req.Args.Path), byNobody); err != nil {
 		return fmt.Errorf("%s: %w", key, err)
 	}
 	for _, s := range rec.Steps {

@@ -43,10 +43,36 @@ func (e *Engine) del(ctx context.Context, req Request) error {
 	case err != nil:
 		return cniError(types.ErrIOFailure, "DEL %s: reading record: %w", key, err)
 	}
-	if err := e.teardown(ctx, req.Conf, rec, req.Args, false); err != nil {
+	if err := e.teardown(ctx, req.Conf, rec, req.Args, byRuntime); err != nil {
 		return cniErrorCode(types.ErrTryAgainLater, "DEL %s: %w; still held and recorded, retry DEL", key, err)
 	}
 	return nil
+}
+
+// teardownBy says who asked for a teardown: it decides the teardown's
+// CNI_NETNS (teardownNetNS) and how often its progress is saved.
+type teardownBy int
+
+const (
+	// byRuntime is a runtime's DEL: its CNI_NETNS, checked.
+	byRuntime teardownBy = iota
+	// byRollback is a failed ADD's own rollback: the ADD's CNI_NETNS,
+	// checked, and the record saved after every step.
+	byRollback
+	// byNobody is a teardown no runtime's call asked for (retry, GC,
+	// repair, reclaim, an ADD finishing an earlier attempt): the
+	// record's netns, passed only once proven the same namespace.
+	byNobody
+)
+
+func (b teardownBy) String() string {
+	switch b {
+	case byRuntime:
+		return "runtime"
+	case byRollback:
+		return "rollback"
+	}
+	return "record"
 }
 
 // teardown DELs the held steps of rec in strict reverse order and removes the
@@ -56,18 +82,24 @@ func (e *Engine) del(ctx context.Context, req Request) error {
 // new pod's traffic by a stale rule) and records the step as del-failed.
 // Best-effort steps (failed or unknown ADD) never stop it.
 //
+// args.NetNS is checked against the namespace recorded at ADD first
+// (teardownNetNS): the delegates never enter a namespace that now belongs
+// to another pod.
+//
 // Teardown does not stop when the caller's context ends: each DEL has its
 // own delegateTimeout, so a rollback is never skipped for lack of time.
 //
-// recordEach saves the record after every successful step (a rollback does,
-// so that its progress can be inspected). A DEL does not: it saves only when
-// a step fails, and otherwise removes the record at the end. That is safe
+// A rollback saves the record after every successful step, so that its
+// progress can be inspected. Other teardowns do not: they save only when a
+// step fails, and otherwise remove the record at the end. That is safe
 // because a record that still says "added" for a step already torn down only
 // makes the next DEL repeat that delegate's DEL, which the spec requires to
 // succeed on missing state; it saves n-1 durable writes per DEL.
-func (e *Engine) teardown(ctx context.Context, conf *NetConf, rec *cache.Record, args RuntimeArgs, recordEach bool) error {
+func (e *Engine) teardown(ctx context.Context, conf *NetConf, rec *cache.Record, args RuntimeArgs, by teardownBy) error {
 	ctx = context.WithoutCancel(ctx)
 	traceOf(ctx).pod(rec.Args)
+	args.NetNS = e.teardownNetNS(ctx, rec, args.NetNS, by)
+	recordEach := by == byRollback
 	retry := rec.TeardownAttempts > 0
 	rec.Phase = cache.PhaseTearingDown
 	rec.TeardownAttempts++

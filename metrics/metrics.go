@@ -20,9 +20,10 @@ import (
 type Metrics struct {
 	Registry *prometheus.Registry
 
-	ops          *prometheus.CounterVec
-	opDuration   *prometheus.HistogramVec
-	skippedLines prometheus.Counter
+	ops           *prometheus.CounterVec
+	opDuration    *prometheus.HistogramVec
+	skippedLines  prometheus.Counter
+	netnsReplaced prometheus.Counter
 
 	records    *prometheus.GaugeVec
 	held       prometheus.Gauge
@@ -75,6 +76,8 @@ func New() *Metrics {
 		Help: "Duration of Catena operations read from the event journal, by verb and outcome (ok or error).", Buckets: opBuckets}, []string{"verb", "outcome"})
 	m.skippedLines = counter("catena_event_journal_skipped_lines_total",
 		"Lines of the event journal that were not an operation (junk, torn or too long) and were skipped.")
+	m.netnsReplaced = counter("catena_teardown_netns_replaced_total",
+		"Teardowns run without CNI_NETNS because another namespace than the ADD's stood at the attachment's netns path (a reused path): the delegates freed IPs and rules and left that namespace alone.")
 	m.records = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "catena_records",
 		Help: "Attachment records at the last reconcile pass, by network and phase (unreadable: the record cannot be trusted)."}, []string{"network", "phase"})
 	m.held = gauge("catena_held_attachments", "Attachments whose teardown failed and is still held (phase needs-teardown) after the last pass and its retries.")
@@ -111,6 +114,7 @@ func (m *Metrics) ObserveOp(op libchain.Op) {
 	verb, outcome := label(op.Verb), label(op.Outcome)
 	m.ops.WithLabelValues(verb, outcome).Inc()
 	m.opDuration.WithLabelValues(verb, outcome).Observe(op.Duration.Seconds())
+	m.netnsReplaced.Add(float64(len(op.NetNSReplaced)))
 }
 
 // label bounds a label value taken from the journal: a line that parses

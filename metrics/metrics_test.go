@@ -224,3 +224,13 @@ func gather(t *testing.T, m *Metrics, name, label string) float64 {
 	require.Failf(t, "no series", "%s %s", name, label)
 	return 0
 }
+
+// TestNetNSReplacedCounted: every attachment an operation tore down without
+// CNI_NETNS, because another namespace stood at its path, is counted.
+func TestNetNSReplacedCounted(t *testing.T) {
+	m := New()
+	m.ObserveOp(libchain.Op{Verb: "DEL", Outcome: "ok", NetNSReplaced: []string{"podnet/a/eth0"}})
+	m.ObserveOp(libchain.Op{Verb: "GC", Outcome: "ok", NetNSReplaced: []string{"podnet/b/eth0", "podnet/c/eth0"}})
+	m.ObserveOp(libchain.Op{Verb: "DEL", Outcome: "ok"})
+	assert.Equal(t, 3.0, testutil.ToFloat64(m.netnsReplaced))
+}
