@@ -47,13 +47,26 @@ func fdTargets(t *testing.T, pid int) map[string]string {
 	return targets
 }
 
-// TestRetrierLockStaysWithTheRetrier: the retrier takes its inherited lock
-// and config over close-on-exec, so a delegate it runs that leaves a
-// process behind (failer's daemonFile: a sleep in a session of its own)
-// holds neither. Once the retrier has released the teardown and exited,
-// the lock is free for the next retrier while that process still runs.
-// Before, the process held the lock as its fd 3, and no retrier started
-// for the cache dir while it lived.
+// pendingDue is when the pending marker of podnet's c1:eth0 in cacheDir
+// says its teardown is next due: no retrier runs a delegate for it before.
+func pendingDue(t *testing.T, cacheDir string) time.Time {
+	t.Helper()
+	note, err := os.ReadFile(filepath.Join(cacheDir, "pending", "podnet", "c1:eth0"))
+	require.NoError(t, err)
+	f := strings.Fields(string(note))
+	require.Len(t, f, 3, "%q", note)
+	due, err := strconv.ParseInt(f[1], 10, 64)
+	require.NoError(t, err)
+	return time.Unix(0, due)
+}
+
+// TestRetrierLockStaysWithTheRetrier: the retrier makes its inherited lock
+// close-on-exec before it runs any delegate, and a delegate it runs that
+// leaves a process behind (failer's daemonFile: a sleep in a session of
+// its own) does not hold the lock. Once the retrier has released the
+// teardown and exited, the lock is free for the next retrier while that
+// process still runs. Before, the process held the lock as its fd 3, and
+// no retrier started for the cache dir while it lived.
 func TestRetrierLockStaysWithTheRetrier(t *testing.T) {
 	w := newBoundsWorld(t)
 	dir := t.TempDir()
@@ -71,15 +84,20 @@ func TestRetrierLockStaysWithTheRetrier(t *testing.T) {
 	})
 	t.Cleanup(func() { retriertest.Reap(t, cacheDir, 15*time.Second) })
 
-	chain := fmt.Sprintf(`[{"type":"failer","failDel":true,"faultFile":%q,"daemonFile":%q}]`, fault, daemonFile)
+	// The ADD fails and so does its rollback (the first failed attempt),
+	// then the runtime's DEL (the second): the teardown is pending, due 2 s
+	// later, and the DEL starts a retrier.
+	chain := fmt.Sprintf(`[{"type":"failer","failDel":true,"faultFile":%q,"daemonFile":%q},{"type":"failer","failAdd":true}]`,
+		fault, daemonFile)
 	add := w.run(t, "ADD", cacheDir, chain)
-	require.NoError(t, add.err, "stdout %s stderr %s", add.stdout, add.stderr)
+	require.Error(t, add.err, "stdout %s", add.stdout)
 	del := w.run(t, "DEL", cacheDir, chain)
-	require.Error(t, del.err, "the DEL fails while the fault lasts: the teardown is pending")
-	require.NoError(t, os.Remove(fault)) // the retrier's attempt, 1 s later, succeeds
+	require.Error(t, del.err, "stdout %s", del.stdout)
+	due := pendingDue(t, cacheDir)
+	require.NoError(t, os.Remove(fault)) // the retrier's attempt, once due, succeeds
 
 	var retrier int
-	for deadline := time.Now().Add(5 * time.Second); retrier == 0 && time.Now().Before(deadline); {
+	for retrier == 0 && time.Now().Before(due) {
 		pids, err := retriertest.PIDs(cacheDir)
 		require.NoError(t, err)
 		if len(pids) > 0 {
@@ -88,16 +106,16 @@ func TestRetrierLockStaysWithTheRetrier(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	require.NotZero(t, retrier, "the failed DEL started a retrier")
+	require.NotZero(t, retrier, "the failed DEL started a retrier, seen before the teardown is due")
 	lockCloexec := false
-	for deadline := time.Now().Add(5 * time.Second); !lockCloexec && time.Now().Before(deadline); {
+	for !lockCloexec && time.Now().Before(due) {
 		var err error
-		if lockCloexec, err = closeOnExec(retrier, 3); err != nil {
-			break // it exited
-		}
+		lockCloexec, err = closeOnExec(retrier, 3)
+		require.NoError(t, err, "the retrier runs until its attempt")
 		time.Sleep(time.Millisecond)
 	}
-	assert.True(t, lockCloexec, "the retrier's lock, fd 3, is close-on-exec")
+	assert.True(t, lockCloexec, "the retrier's lock, fd 3, is close-on-exec before it runs a delegate (due in %v)",
+		time.Until(due))
 
 	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if _, err := os.Stat(daemonFile); err == nil {
