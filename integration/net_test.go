@@ -57,6 +57,10 @@ func newWorld(t *testing.T) *world {
 	tmp := t.TempDir()
 	w.ipamDir = filepath.Join(tmp, "ipam")
 	w.cacheDir = filepath.Join(tmp, "catena")
+	// Last of the world's cleanups, before tmp is removed: a retrier that
+	// a failed DEL started (also one of the cleanups' DELs) is not left
+	// behind, writing to the cache dir.
+	t.Cleanup(func() { reapRetriers(t, w.cacheDir, retrierGrace) })
 	w.cni = libcni.NewCNIConfigWithCacheDir([]string{cniPath}, filepath.Join(tmp, "libcni"), nil)
 
 	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", w.bridge).Run() })

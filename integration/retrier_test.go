@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/catena-cni/catena/internal/retriertest"
 	"github.com/catena-cni/catena/libchain"
 )
 
@@ -25,35 +26,20 @@ import (
 // that hold cacheDir's retrier lock.
 func retrierPIDs(t *testing.T, cacheDir string) []int {
 	t.Helper()
-	lock := filepath.Join(cacheDir, "retrier.lock")
-	procs, err := filepath.Glob("/proc/[0-9]*")
+	pids, err := retriertest.PIDs(cacheDir)
 	require.NoError(t, err)
-	var pids []int
-	for _, p := range procs {
-		cmdline, err := os.ReadFile(filepath.Join(p, "cmdline"))
-		if err != nil || !bytes.Contains(cmdline, []byte("--retry-pending")) {
-			continue
-		}
-		if target, err := os.Readlink(filepath.Join(p, "fd", "3")); err == nil && target == lock {
-			pid, _ := strconv.Atoi(filepath.Base(p))
-			pids = append(pids, pid)
-		}
-	}
 	return pids
 }
+
+// retrierGrace is how long a world's last cleanup lets its retriers finish
+// before killing them (its netns and bridge are gone by then).
+const retrierGrace = 2 * time.Second
 
 // reapRetriers waits (bounded) for the retriers of cacheDir to exit, then
 // kills what is left: a test leaves no process behind.
 func reapRetriers(t *testing.T, cacheDir string, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for len(retrierPIDs(t, cacheDir)) > 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	for _, pid := range retrierPIDs(t, cacheDir) {
-		t.Logf("killing retrier %d still running", pid)
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-	}
+	retriertest.Reap(t, cacheDir, within)
 }
 
 // hungAndFixable sets up issue 24's scenario on a world: one attachment

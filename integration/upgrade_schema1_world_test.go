@@ -60,6 +60,7 @@ func newS1Node(t *testing.T) *s1Node {
 	}
 	require.NoError(t, os.Mkdir(schema1.Base, 0o700))
 	t.Cleanup(func() { _ = os.RemoveAll(schema1.Base) })
+	t.Cleanup(func() { reapRetriers(t, filepath.Join(schema1.Base, "cache"), retrierGrace) })
 	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", schema1.Bridge).Run() })
 	w := &world{t: t, id: "s1", bridge: schema1.Bridge, subnet: schema1.Subnet, ipamDir: schema1.IPAMDir,
 		cacheDir: filepath.Join(schema1.Base, "cache"),

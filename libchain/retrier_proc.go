@@ -34,7 +34,8 @@ const (
 //     held (another retrier, or catena-agent) nothing is started;
 //   - the child inherits the locked file as fd 3, so the lock is held
 //     without a gap until it exits, and the network config as fd 4 (a
-//     memfd);
+//     memfd); it makes both close-on-exec at once (RetrierInherited), so
+//     that no delegate it runs holds them;
 //   - stdin, stdout and stderr are /dev/null and every other fd this
 //     process has is close-on-exec first, so the child holds no pipe of the
 //     runtime's (containerd and kubelet wait for the plugin's stdout to
@@ -99,8 +100,14 @@ func memfdWith(name string, data []byte) (*os.File, error) {
 
 // RetrierInherited returns what ProcKicker handed a retrier process: the
 // raw network config, and a function that takes over the retrier lock once
-// the cache dir is known (from the config).
+// the cache dir is known (from the config). First of all it makes every fd
+// it inherited past stderr close-on-exec: a delegate the retrier runs, and
+// a process the delegate leaves behind, must not hold the lock (held, it
+// keeps every later retrier of the cache dir from starting).
 func RetrierInherited() (config []byte, lockOf func(cacheDir string) (*cache.RetrierLock, error), err error) {
+	if err := inheritedCloseOnExec(); err != nil {
+		return nil, nil, err
+	}
 	conf := os.NewFile(retrierConfFd, "retrier config")
 	if conf == nil {
 		return nil, nil, errors.New("retrier: no config fd")
@@ -117,4 +124,17 @@ func RetrierInherited() (config []byte, lockOf func(cacheDir string) (*cache.Ret
 		return cache.InheritedRetrierLock(os.NewFile(retrierLockFd, filepath.Join(cacheDir, cache.RetrierLockName)))
 	}
 	return config, lockOf, nil
+}
+
+// inheritedCloseOnExec makes the retrier's lock and config fds, and any
+// other fd past stderr, close-on-exec.
+func inheritedCloseOnExec() error {
+	for _, fd := range []int{retrierLockFd, retrierConfFd} {
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC); err != nil {
+			return fmt.Errorf("retrier: making fd %d close-on-exec: %w", fd, err)
+		}
+	}
+	// ProcKicker hands down nothing else; close_range needs Linux 5.11.
+	_ = unix.CloseRange(retrierConfFd+1, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	return nil
 }

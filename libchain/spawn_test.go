@@ -3,13 +3,17 @@ package libchain
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // TestChildWait runs /bin/sh as a delegate through spawn and wait: the
@@ -113,4 +117,25 @@ func TestChildWaitWithoutPidfd(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, "exit status 4", err.Error())
 	assert.Equal(t, "late\n", string(out.buf))
+}
+
+// TestSpawnPassesOnlyStdio: a delegate gets its stdin, stdout and stderr
+// and no other fd of catena's, also one that is not close-on-exec (as the
+// retrier's lock was): a process the delegate leaves behind holds nothing
+// of catena's.
+func TestSpawnPassesOnlyStdio(t *testing.T) {
+	leak, err := os.Create(filepath.Join(t.TempDir(), "catena-only"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = leak.Close() })
+	_, err = unix.FcntlInt(leak.Fd(), unix.F_SETFD, 0)
+	require.NoError(t, err)
+	fd := int(leak.Fd())
+
+	c, err := spawnScript(t, fmt.Sprintf(`for fd in 0 1 2 %d; do [ -e /proc/$$/fd/$fd ] && echo "$fd open" || echo "$fd closed"; done`, fd))
+	require.NoError(t, err)
+	t.Cleanup(c.close)
+	var out, errOut capWriter
+	out.max, errOut.max = 1<<10, 1<<10
+	require.NoError(t, c.wait(context.Background(), nil, &out, &errOut, time.Second), "stderr: %s", errOut.buf)
+	assert.Equal(t, fmt.Sprintf("0 open\n1 open\n2 open\n%d closed\n", fd), string(out.buf))
 }

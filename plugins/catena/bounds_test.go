@@ -11,6 +11,8 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/catena-cni/catena/internal/retriertest"
 )
 
 // boundsWorld is a catena binary and a CNI_PATH holding failer.
@@ -23,6 +25,17 @@ func newBoundsWorld(t *testing.T) boundsWorld {
 	w := boundsWorld{bin: buildCatena(t), cniPath: t.TempDir()}
 	buildPlugin(t, w.cniPath, "failer")
 	return w
+}
+
+// newCacheDir is a cache dir in a temp dir of t's whose retrier lock t
+// holds (retriertest.Hold): the catena calls of these tests never start a
+// retrier, which would outlive the test and write to the cache dir while
+// the temp dir is removed.
+func newCacheDir(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "cache")
+	retriertest.Hold(t, dir)
+	return dir
 }
 
 // run calls catena with verb on a chain of delegates (a JSON list) whose
@@ -86,7 +99,7 @@ func TestHugeDelegateErrorStaysBounded(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cacheDir := filepath.Join(t.TempDir(), "cache")
+			cacheDir := newCacheDir(t)
 			chain := fmt.Sprintf(`[{"type":"failer","failDel":true},{"type":"failer","failAdd":true,"padError":%d}]`, tt.pad)
 
 			add := w.run(t, "ADD", cacheDir, chain)
@@ -136,7 +149,7 @@ func TestDelegateFloodKeepsCatenaSmall(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cacheDir := filepath.Join(t.TempDir(), "cache")
+			cacheDir := newCacheDir(t)
 			inv := w.run(t, "ADD", cacheDir, "["+tt.delegate+"]")
 			biggest, where := largestFile(t, cacheDir)
 			t.Logf("ADD: stdout %d bytes, stderr %d bytes, largest file %d bytes (%s), peak RSS %d KiB, %s",
@@ -171,7 +184,7 @@ func TestDelegateStderrReachesCaller(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			inv := w.run(t, "ADD", filepath.Join(t.TempDir(), "cache"), "["+tt.delegate+"]")
+			inv := w.run(t, "ADD", newCacheDir(t), "["+tt.delegate+"]")
 			stderr := string(inv.stderr)
 			assert.Contains(t, stderr, "failer ADD stderr noise\nfailer ADD stderr noise\n")
 			if tt.wantTruncated {

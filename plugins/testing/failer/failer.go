@@ -48,6 +48,7 @@ type NetConf struct {
 	StateDir       string `json:"stateDir,omitempty"`
 	LogFile        string `json:"logFile,omitempty"`
 	PidFile        string `json:"pidFile,omitempty"`
+	DaemonFile     string `json:"daemonFile,omitempty"`
 	// Noise: see flood.go.
 	PadError    int64 `json:"padError,omitempty"`
 	FloodStdout int64 `json:"floodStdout,omitempty"`
@@ -364,13 +365,26 @@ func cmdDel(args *skel.CmdArgs) error {
 	if active && conf.FailDel {
 		return conf.injected(conf.errorCode(), "DEL", args)
 	}
-	if !conf.DelRequiresAdd {
+	if err := conf.delState(args); err != nil {
+		return err
+	}
+	if conf.DaemonFile != "" {
+		if err := startDaemon(conf.DaemonFile); err != nil {
+			return types.NewError(types.ErrIOFailure, err.Error(), "")
+		}
+	}
+	return nil
+}
+
+// delState checks and removes the state ADD wrote, with delRequiresAdd.
+func (c *NetConf) delState(args *skel.CmdArgs) error {
+	if !c.DelRequiresAdd {
 		return nil
 	}
-	path := conf.stateFile(args)
+	path := c.stateFile(args)
 	if _, err := os.Stat(path); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return types.NewError(conf.errorCode(),
+			return types.NewError(c.errorCode(),
 				fmt.Sprintf("failer: DEL without a prior successful ADD for containerID=%s ifname=%s (delRequiresAdd: no state file %s)",
 					args.ContainerID, args.IfName, path), "")
 		}

@@ -26,6 +26,11 @@
 //	pidFile                      string ADD first starts a child (sleep, as long as hangAdd,
 //	                                    which is required) in failer's process group and
 //	                                    writes "<failer pid>\n<child pid>\n" here, atomically
+//	daemonFile                   string a DEL that succeeds first leaves a process behind,
+//	                                    as a delegate that starts a daemon does: a sleep of
+//	                                    a minute in a session of its own, holding whatever
+//	                                    fds failer inherited; its PID is written here,
+//	                                    atomically (child.go)
 //	padError                     int    append this many 'x' to an injected error's message
 //	floodStdout                  int    every verb first writes this many spaces to stdout
 //	                                    (before its result or error, which stays valid JSON)

@@ -1,0 +1,132 @@
+//go:build linux
+
+// Package retriertest keeps the tests that run the real catena binary from
+// leaving a detached retrier (catena --retry-pending) behind: a catena call
+// that leaves a teardown pending starts one, in a session of its own, and
+// it outlives the call by seconds, writing to the cache dir while the test
+// removes it.
+package retriertest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/libchain"
+)
+
+// PIDs are the retrier processes of cacheDir: those run with
+// libchain.RetrierArg whose fd 3 is cacheDir's retrier lock.
+func PIDs(cacheDir string) ([]int, error) {
+	lock := filepath.Join(cacheDir, cache.RetrierLockName)
+	procs, err := filepath.Glob("/proc/[0-9]*")
+	if err != nil {
+		return nil, fmt.Errorf("listing processes: %w", err)
+	}
+	var pids []int
+	for _, p := range procs {
+		cmdline, err := os.ReadFile(filepath.Join(p, "cmdline"))
+		if err != nil || !bytes.Contains(cmdline, []byte("\x00"+libchain.RetrierArg+"\x00")) {
+			continue
+		}
+		if target, err := os.Readlink(filepath.Join(p, "fd", "3")); err == nil && target == lock {
+			pid, err := strconv.Atoi(filepath.Base(p))
+			if err == nil && !zombie(pid) {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids, nil
+}
+
+// zombie reports whether pid has exited and waits to be reaped.
+func zombie(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// pid (comm) state ...: comm may hold spaces and parentheses.
+	i := bytes.LastIndexByte(stat, ')')
+	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
+}
+
+// gone reports whether pid has exited (reaped, or a zombie).
+func gone(pid int) bool {
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); errors.Is(err, fs.ErrNotExist) {
+		return true
+	}
+	return zombie(pid)
+}
+
+// Reap waits up to within for cacheDir's retriers to exit, then kills
+// those left (Kill). It returns the PIDs it killed.
+func Reap(t testing.TB, cacheDir string, within time.Duration) []int {
+	t.Helper()
+	pids := func() []int {
+		p, err := PIDs(cacheDir)
+		if err != nil {
+			t.Errorf("finding the retriers of %s: %v", cacheDir, err)
+		}
+		return p
+	}
+	for deadline := time.Now().Add(within); len(pids()) > 0 && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	killed := pids()
+	for _, pid := range killed {
+		t.Logf("killing retrier %d of %s, still running", pid, cacheDir)
+		Kill(t, pid)
+	}
+	return killed
+}
+
+// Kill sends SIGKILL to pid and waits until it is gone: reaped, or a
+// zombie (a detached process is not the test's child, init reaps it).
+func Kill(t testing.TB, pid int) {
+	t.Helper()
+	if pid <= 1 {
+		t.Errorf("not killing pid %d", pid)
+		return
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		if !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("killing %d: %v", pid, err)
+		}
+		return
+	}
+	for deadline := time.Now().Add(10 * time.Second); !gone(pid); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Errorf("process %d still there 10 s after SIGKILL", pid)
+			return
+		}
+	}
+}
+
+// Hold takes cacheDir's retrier lock for the rest of the test, as
+// catena-agent does while it runs, so that no catena call of the test
+// starts a retrier. At cleanup (before a t.TempDir made earlier is
+// removed) it fails the test if a retrier of cacheDir runs anyway, kills
+// it, and releases the lock.
+func Hold(t testing.TB, cacheDir string) {
+	t.Helper()
+	lock, err := cache.TryRetrierLock(cacheDir)
+	if err != nil {
+		t.Fatalf("taking the retrier lock of %s: %v", cacheDir, err)
+	}
+	t.Cleanup(func() {
+		if killed := Reap(t, cacheDir, 0); len(killed) > 0 {
+			t.Errorf("retriers %v of %s ran though the test held the lock", killed, cacheDir)
+		}
+		if err := lock.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+}
