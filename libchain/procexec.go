@@ -1,6 +1,7 @@
 package libchain
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,7 +20,13 @@ import (
 // differences:
 //
 //   - each delegate runs in its own process group, and when ctx ends (the
-//     delegate timeout), the whole group is killed, not only the delegate;
+//     delegate timeout), the delegate and its whole group are killed (the
+//     delegate even if it left the group);
+//   - the call is bounded: it returns at most outputGrace after ctx ends,
+//     even if the killed delegate has not exited by then (stuck in the
+//     kernel, or in a frozen cgroup): that fails the call as a timeout,
+//     naming the delegate, and leaves the process to be reaped when it dies
+//     (spawn.go);
 //   - each delegate gets SIGKILL as its parent-death signal, so a delegate
 //     cannot finish its ADD after Catena itself was killed;
 //   - what a delegate prints is bounded: the first MaxResult bytes of its
@@ -39,7 +46,8 @@ type ProcExec struct {
 var _ invoke.Exec = (*ProcExec)(nil)
 
 const (
-	// outputGrace bounds the wait for a delegate's output after it exited.
+	// outputGrace bounds the wait for a delegate's output after it exited
+	// or was killed, and the wait for a killed delegate's exit.
 	outputGrace = 10 * time.Second
 	// MaxResult bounds a delegate's stdout: its result or error.
 	MaxResult = 1 << 20
@@ -64,7 +72,12 @@ func (e *ProcExec) ExecPlugin(ctx context.Context, pluginPath string, stdinData 
 			continue
 		}
 		e.passStderr(pluginPath, stderr)
+		var unreaped *unreapedError
 		switch {
+		case errors.As(err, &unreaped):
+			// Killed at ctx's end (ctx.Err() may lag its deadline).
+			return nil, fmt.Errorf("%s was killed, but %w; its outcome is unknown, and it is left to be reaped: %w",
+				pluginPath, err, cmp.Or(ctx.Err(), context.DeadlineExceeded))
 		case err != nil && ctx.Err() != nil:
 			return nil, fmt.Errorf("%s was killed: %w", pluginPath, ctx.Err())
 		case stdout.dropped > 0:

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 	"unsafe"
@@ -26,6 +27,17 @@ import (
 // invisible to the scheduler, was measured worse: the monitor then sees a
 // running P and wakes every 20 µs to 10 ms for as long as it runs.) The
 // pipe reads and writes never block, and are raw system calls.
+//
+// When ctx ends, the delegate (through its pidfd) and its process group are
+// sent SIGKILL; from then on, the call lasts at most the output grace: the
+// delegate's output is read until then, and a delegate still not exited at
+// its end (stuck in the kernel, or in a frozen cgroup) is given up: wait
+// returns an unreapedError at once, and the process is left to be reaped
+// when it dies. Nothing waits for it: in catena, which exits soon after,
+// it is reparented (to init, or a subreaper) and reaped there; in a
+// long-lived caller (catena-agent), each later spawn reaps, without
+// blocking, those of the given-up delegates that have died since. No
+// goroutine and no thread is kept for them, and no loop spins.
 
 // child is a started delegate; the fds are the parent's ends of its stdio
 // (nonblocking), -1 once closed.
@@ -56,6 +68,57 @@ func (e *exitError) Error() string {
 // ExitCode is the delegate's exit code, or -1 if a signal ended it.
 func (e *exitError) ExitCode() int { return e.status.ExitStatus() }
 
+// unreapedError says that a killed delegate had not exited grace after its
+// SIGKILL, and was given up.
+type unreapedError struct {
+	pid   int
+	grace time.Duration
+}
+
+func (e *unreapedError) Error() string {
+	return "pid " + strconv.Itoa(e.pid) + " has not exited " + e.grace.String() +
+		" after its SIGKILL (stuck in the kernel, or in a frozen cgroup)"
+}
+
+// abandoned is the pids of the delegates given up on while alive: still
+// children of this process, unreaped, so that their pids are not reused.
+// Nothing else in a Catena process reaps a delegate.
+var abandoned struct {
+	sync.Mutex
+	pids []int
+}
+
+// abandon leaves the child to reapAbandoned; what the parent holds of it is
+// released.
+func (c *child) abandon() {
+	abandoned.Lock()
+	abandoned.pids = append(abandoned.pids, c.pid)
+	abandoned.Unlock()
+	c.close()
+}
+
+// reapAbandoned reaps, without blocking, the given-up delegates that have
+// exited since, and returns their pids.
+func reapAbandoned() []int {
+	abandoned.Lock()
+	defer abandoned.Unlock()
+	var reaped []int
+	kept := abandoned.pids[:0]
+	for _, pid := range abandoned.pids {
+		var ws syscall.WaitStatus
+		got, err := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
+		switch {
+		case err == nil && got == 0, err == syscall.EINTR:
+			kept = append(kept, pid) // still running (or ask again next time)
+		case err == nil:
+			reaped = append(reaped, pid)
+		}
+		// Any other error (ECHILD): not a child of ours; nothing to reap.
+	}
+	abandoned.pids = kept
+	return reaped
+}
+
 // spawn starts the binary at path (argv[0] is path, as os/exec does) with
 // env, in its own process group, with SIGKILL as its parent-death signal.
 // The delegate gets its stdin, stdout and stderr and nothing else: every
@@ -63,6 +126,7 @@ func (e *exitError) ExitCode() int { return e.status.ExitStatus() }
 // 5.11; an fd opened without O_CLOEXEC, or inherited, would otherwise
 // reach the delegate and whatever it leaves running).
 func spawn(path string, env []string) (*child, error) {
+	reapAbandoned()
 	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	in, out, errp := [2]int{-1, -1}, [2]int{-1, -1}, [2]int{-1, -1}
 	for _, p := range []*[2]int{&in, &out, &errp} {
@@ -125,8 +189,9 @@ func (c *child) close() {
 // copies its stdout and stderr until they close, reaps it, and returns
 // nil, its exit status as an error, or exec.ErrWaitDelay if it exited with
 // success but its output stayed open grace past its exit. When ctx ends,
-// the delegate's whole process group is killed; the output is still drained
-// for at most grace.
+// the delegate and its whole process group are killed; the output is still
+// drained for at most grace, and a delegate that has not exited grace after
+// the kill is given up (abandon): wait returns an *unreapedError.
 func (c *child) wait(ctx context.Context, stdin []byte, stdout, stderr io.Writer, grace time.Duration) error {
 	if len(stdin) == 0 {
 		c.closeFd(&c.stdin)
@@ -140,19 +205,26 @@ func (c *child) wait(ctx context.Context, stdin []byte, stdout, stderr io.Writer
 		// holds the only P through ppoll, so the deadline is checked here.
 		dl, hasDL := ctx.Deadline()
 		if !killed && (ctx.Err() != nil || hasDL && !now.Before(dl)) {
-			_ = syscall.Kill(-c.pid, syscall.SIGKILL) // the delegate and anything it started
+			c.kill()
 			killed = true
 			settle(ctx)
 			if graceEnd.IsZero() {
 				graceEnd = now.Add(grace)
 			}
 		}
-		if !graceEnd.IsZero() && !now.Before(graceEnd) && (c.stdout >= 0 || c.stderr >= 0) {
+		if !graceEnd.IsZero() && !now.Before(graceEnd) {
+			if !exited && !c.hasExited() {
+				// Not exited, so graceEnd is the kill's: the delegate
+				// outlived its SIGKILL by grace. It is not waited for.
+				c.abandon()
+				return &unreapedError{pid: c.pid, grace: grace}
+			}
+			exited = true
 			// Something that escaped the group holds the output.
+			cut = cut || c.stdout >= 0 || c.stderr >= 0
 			c.closeFd(&c.stdout)
 			c.closeFd(&c.stderr)
 			c.closeFd(&c.stdin)
-			cut = true
 			continue
 		}
 		fds := make([]unix.PollFd, 0, 4)
@@ -186,7 +258,7 @@ func (c *child) wait(ctx context.Context, stdin []byte, stdout, stderr io.Writer
 			}
 		}
 		if c.pidfd < 0 && !exited {
-			exited = c.exitedNoPidfd()
+			exited = c.hasExited()
 		}
 		if exited && graceEnd.IsZero() {
 			graceEnd = time.Now().Add(grace)
@@ -205,6 +277,20 @@ func (c *child) wait(ctx context.Context, stdin []byte, stdout, stderr io.Writer
 	return nil
 }
 
+// kill sends SIGKILL to the delegate's process group (whatever it started
+// that stayed there) and to the delegate itself, which may have left the
+// group: through its pidfd, or by pid where there is none (the child is not
+// reaped yet, so its pid, and its group's id, are not reused). Errors
+// (ESRCH: already gone) say nothing wait needs.
+func (c *child) kill() {
+	_ = syscall.Kill(-c.pid, syscall.SIGKILL)
+	if c.pidfd >= 0 {
+		_ = unix.PidfdSendSignal(c.pidfd, unix.SIGKILL, nil, 0)
+	} else {
+		_ = syscall.Kill(c.pid, syscall.SIGKILL)
+	}
+}
+
 // settle lets the scheduler run ctx's timer once its deadline has passed,
 // so that ctx.Err() says why the delegate was killed to every caller.
 func settle(ctx context.Context) {
@@ -216,7 +302,8 @@ func settle(ctx context.Context) {
 // pollTimeout is how long one ppoll may wait, in ms (-1: no bound): until
 // ctx's deadline, at most 250 ms while ctx can be canceled otherwise, until
 // the output's grace ends, and 5 ms between checks of an exit when there is
-// no pidfd (Linux before 5.2).
+// no pidfd (Linux before 5.2). Past the grace's end, wait returns without
+// polling: a 0 ms bound never repeats.
 func (c *child) pollTimeout(ctx context.Context, now time.Time, killed, exited bool, graceEnd time.Time) int {
 	bound := time.Duration(-1)
 	at := func(d time.Duration) {
@@ -283,8 +370,8 @@ func (c *child) drain(fd *int, buf []byte, w io.Writer) {
 	}
 }
 
-// exitedNoPidfd polls for the exit of a child without a pidfd.
-func (c *child) exitedNoPidfd() bool {
+// hasExited reports, without blocking or reaping, whether the child exited.
+func (c *child) hasExited() bool {
 	var info unix.Siginfo
 	err := unix.Waitid(unix.P_PID, c.pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
 	return err != nil || info.Signo != 0
