@@ -2,6 +2,7 @@ package libchain
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -37,6 +38,21 @@ func EventsPath(cacheDir string) string {
 // EventJournal appends Ops to the journal of one cache dir.
 type EventJournal struct {
 	CacheDir string
+}
+
+// OnOp returns an Engine.OnOp that appends each operation to the journal
+// of cacheDir; a failure to write is logged on log, never returned: the
+// journal is observability, and an operation never fails for it.
+func OnOp(cacheDir string, log *slog.Logger) func(Op) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	j := &EventJournal{CacheDir: cacheDir}
+	return func(op Op) {
+		if err := j.Append(op); err != nil {
+			log.Warn("event journal", "error", err)
+		}
+	}
 }
 
 // Append writes op as one line of at most MaxEventLine bytes (encodeEvent)
