@@ -44,8 +44,11 @@ type Fact struct {
 	Message string
 }
 
-// teardownVerbs are the operations that tear an attachment down.
-var teardownVerbs = map[string]bool{"DEL": true, "RETRY": true, "REPAIR": true, "RECLAIM": true}
+// teardownVerbs are the operations that tear an attachment down. A CNI
+// GC journals each attachment it tears down as a GC operation of that
+// attachment (libchain.Engine.CollectGarbage); its operation of the whole
+// network names no attachment and holds or releases nothing.
+var teardownVerbs = map[string]bool{"DEL": true, "RETRY": true, "REPAIR": true, "RECLAIM": true, "GC": true}
 
 // held is one attachment whose teardown stopped at a failed DEL.
 type held struct {

@@ -34,6 +34,12 @@ func TestMapperMap(t *testing.T) {
 		Calls: []libchain.OpCall{call(2, "tuning", "DEL", "best effort"), call(1, "fw", "DEL", ""), call(0, "bridge", "DEL", "busy")}}
 	retryOK := libchain.Op{Verb: "RETRY", Attachment: "n/c1/eth0", Start: t0.Add(time.Minute), Outcome: "ok",
 		Calls: []libchain.OpCall{call(0, "bridge", "DEL", "")}}
+	gcOK := libchain.Op{Verb: "GC", Attachment: "n/c1/eth0", Start: t0.Add(time.Minute), Outcome: "ok",
+		Calls: []libchain.OpCall{call(0, "bridge", "DEL", "")}}
+	gcHeld := libchain.Op{Verb: "GC", Attachment: "n/c1/eth0", Start: t0, Outcome: "error", Error: "x", Pod: pod,
+		Calls: []libchain.OpCall{call(1, "fw", "DEL", ""), call(0, "bridge", "DEL", "busy")}}
+	gcNetwork := libchain.Op{Verb: "GC", Start: t0.Add(time.Minute), Outcome: "ok",
+		Calls: []libchain.OpCall{call(0, "bridge", "GC", "")}}
 	reclaim := libchain.Op{Verb: "RECLAIM", Attachment: "n/c2/eth0", Start: t0, Outcome: "ok", Pod: pod,
 		Calls: []libchain.OpCall{call(0, "bridge", "DEL", "")}}
 	tests := []struct {
@@ -53,6 +59,11 @@ func TestMapperMap(t *testing.T) {
 		{"released by the retry, pod remembered", []libchain.Op{delHeld, retryOK}, []Fact{{ref, Normal, ReasonTeardownReleased,
 			"RETRY of n/c1/eth0 released what was held since 2026-11-26T12:00:00Z"}}, 0},
 		{"ok retry of nothing held", []libchain.Op{retryOK}, nil, 0},
+		{"released by a GC's teardown of the attachment", []libchain.Op{delHeld, gcOK}, []Fact{{ref, Normal, ReasonTeardownReleased,
+			"GC of n/c1/eth0 released what was held since 2026-11-26T12:00:00Z"}}, 0},
+		{"a GC's teardown that fails holds", []libchain.Op{gcHeld}, []Fact{{ref, Warning, ReasonTeardownHeld,
+			"GC of n/c1/eth0: DEL of delegate 0 (bridge) failed: busy; held: delegate 0 (bridge) and the delegates before it; the agent's retry tries again"}}, 1},
+		{"the network's GC releases nothing", []libchain.Op{delHeld, gcNetwork}, nil, 1},
 		{"reclaimed", []libchain.Op{reclaim}, []Fact{{ref, Normal, ReasonReclaimed,
 			"the runtime no longer has the sandbox of n/c2/eth0: Catena tore it down (delegate 0 (bridge))"}}, 0},
 		{"abandon forgets", []libchain.Op{delHeld, {Verb: "ABANDON", Attachment: "n/c1/eth0", Outcome: "ok"}}, nil, 0},

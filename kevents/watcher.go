@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/catena-cni/catena/libchain"
 	"github.com/catena-cni/catena/metrics"
 	"github.com/catena-cni/catena/nodeconf"
@@ -38,6 +40,10 @@ type Watcher struct {
 	Interval      time.Duration
 	Emitter       Emitter
 	Log           *slog.Logger
+	// Unreadable, when set, counts the journal lines the watcher skipped
+	// because they are not an operation (metrics.JournalTail): no event
+	// was made of them. They are logged on Log.
+	Unreadable prometheus.Counter
 
 	mapper   *Mapper
 	tail     *metrics.JournalTail
@@ -49,7 +55,10 @@ type Watcher struct {
 func (w *Watcher) Start() error {
 	w.mapper = NewMapper()
 	w.tail = &metrics.JournalTail{CacheDir: w.CacheDir, Path: libchain.EventsPath(w.CacheDir),
-		Handle: func(op libchain.Op) { w.ops = append(w.ops, op) }}
+		Handle: func(op libchain.Op) { w.ops = append(w.ops, op) }, Unreadable: w.Unreadable}
+	if w.Log != nil {
+		w.tail.Log = w.Log.With("reader", "events")
+	}
 	err := w.tail.Poll()
 	w.ops = nil
 	return err

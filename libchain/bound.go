@@ -14,10 +14,15 @@ const MaxText = 4 << 10
 // MaxText bytes or fewer, cut at a UTF-8 boundary, followed by a marker
 // saying how many bytes were dropped.
 func BoundText(s string) string {
-	if len(s) <= MaxText {
+	return cutText(s, MaxText)
+}
+
+// cutText is BoundText with a bound of n bytes (n >= 0).
+func cutText(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	cut := MaxText
+	cut := n
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}

@@ -1,8 +1,8 @@
 package libchain
 
 import (
-	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -24,6 +24,12 @@ const (
 	eventsMaxSize = 4 << 20
 )
 
+// MaxEventLine bounds one line of the event journal, without its newline:
+// Append never writes a longer one (encodeEvent shrinks the operation to
+// fit), and every reader (ReadEvents, the agent's metrics and events
+// tails) reads lines up to it and counts a longer one as unreadable.
+const MaxEventLine = 64 << 10
+
 // EventsPath is where the journal of cacheDir lives.
 func EventsPath(cacheDir string) string {
 	return filepath.Join(cacheDir, eventsDir, eventsFile)
@@ -34,16 +40,31 @@ type EventJournal struct {
 	CacheDir string
 }
 
-// Append writes op as one line with a single O_APPEND write, so lines of
-// concurrent catena processes never interleave. The journal is reached like
-// the records (cache.TrustedFs): events/ and the file must be Catena's own
-// and only writable by it, and no symlink is followed.
-func (j *EventJournal) Append(op Op) error {
-	line, err := json.Marshal(op)
-	if err != nil {
-		return fmt.Errorf("event journal: encoding: %w", err)
+// OnOp returns an Engine.OnOp that appends each operation to the journal
+// of cacheDir; a failure to write is logged on log, never returned: the
+// journal is observability, and an operation never fails for it.
+func OnOp(cacheDir string, log *slog.Logger) func(Op) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
-	line = append(line, '\n')
+	j := &EventJournal{CacheDir: cacheDir}
+	return func(op Op) {
+		if err := j.Append(op); err != nil {
+			log.Warn("event journal", "error", err)
+		}
+	}
+}
+
+// Append writes op as one line of at most MaxEventLine bytes (encodeEvent)
+// with a single O_APPEND write, so lines of concurrent catena processes
+// never interleave. The journal is reached like the records
+// (cache.TrustedFs): events/ and the file must be Catena's own and only
+// writable by it, and no symlink is followed.
+func (j *EventJournal) Append(op Op) error {
+	line, err := encodeEvent(op, MaxEventLine)
+	if err != nil {
+		return fmt.Errorf("event journal: %w", err)
+	}
 	fsys := cache.TrustedFs(afero.NewOsFs(), j.CacheDir)
 	path := EventsPath(j.CacheDir)
 	if err := fsys.MkdirAll(filepath.Dir(path), 0o700); err != nil {

@@ -17,19 +17,12 @@ import (
 	"github.com/catena-cni/catena/cache"
 )
 
-// maxEventLine bounds one line of the event journal that ReadEvents
-// decodes: the journal's rotation size. An Op is a few hundred bytes plus
-// the delegate text it carries; a longer line (junk, or a journal written
-// before delegate text was bounded) is skipped without being held in
-// memory.
-const maxEventLine = eventsMaxSize
-
 // ReadEvents returns the Ops of cacheDir's journal (the rotated file first)
 // that started at or after since, and how many lines it skipped because
-// they could not be read as an Op: longer than maxEventLine, not JSON (a
-// torn last line, junk), or JSON of another shape. Whatever a line holds,
-// reading goes on past it, and memory stays bounded by maxEventLine per
-// line. Empty lines are ignored. A journal file that is a symlink or not a
+// they could not be read as an Op: longer than MaxEventLine (which Append
+// never writes: junk, or a line of an older Catena), not JSON (a torn last
+// line, junk), or JSON of another shape. Whatever a line holds, reading
+// goes on past it, and memory stays bounded by MaxEventLine per line. Empty lines are ignored. A journal file that is a symlink or not a
 // regular file is an error: it is not Catena's.
 func ReadEvents(fsys afero.Fs, cacheDir string, since time.Time) (ops []Op, skipped int, err error) {
 	path := EventsPath(cacheDir)
@@ -53,7 +46,7 @@ func ReadEvents(fsys afero.Fs, cacheDir string, since time.Time) (ops []Op, skip
 }
 
 // readEventFile calls use with each non-empty line of the file at path, up
-// to maxEventLine bytes and without its newline, and returns how many lines
+// to MaxEventLine bytes and without its newline, and returns how many lines
 // were too long or that use refused. A missing file has no lines.
 func readEventFile(fsys afero.Fs, cacheDir, path string, use func(line []byte) bool) (int, error) {
 	f, _, err := OpenEventFile(fsys, cacheDir, path)
@@ -65,7 +58,7 @@ func readEventFile(fsys afero.Fs, cacheDir, path string, use func(line []byte) b
 	}
 	defer f.Close()
 	skipped := 0
-	err = readLines(f, maxEventLine, func(line []byte, tooLong bool) {
+	err = readLines(f, MaxEventLine, func(line []byte, tooLong bool) {
 		if tooLong || !use(line) {
 			skipped++
 		}

@@ -73,7 +73,24 @@ type GCReport struct {
 // alive (skipped, or still needing teardown), so that a delegate's own GC
 // never reclaims what Catena still tracks, even if the runtime breaks the
 // spec's rule of no GC during ADD or DEL.
-func (e *Engine) CollectGarbage(ctx context.Context, req Request, opts GCOptions) (*GCReport, error) {
+//
+// It hands Engine.OnOp (the event journal) one GC operation of the
+// network, whose calls are the GCs forwarded to the delegates, and one GC
+// operation per attachment it tears down, whose calls are that
+// attachment's DELs: a reader of the journal sees each attachment GC
+// released or left held as it sees a DEL's, however many there are. A dry
+// run changes nothing and hands over nothing.
+func (e *Engine) CollectGarbage(ctx context.Context, req Request, opts GCOptions) (rep *GCReport, err error) {
+	if !opts.DryRun {
+		var t *opTrace
+		ctx, t = e.begin(ctx, "GC", cache.Key{})
+		defer func() { e.finish(t, req.Conf.SlowThreshold, err) }()
+	}
+	return e.collectGarbage(ctx, req, opts)
+}
+
+// collectGarbage is CollectGarbage within the operation that ctx traces.
+func (e *Engine) collectGarbage(ctx context.Context, req Request, opts GCOptions) (*GCReport, error) {
 	now := e.now()
 	valid := make(map[Attachment]bool, len(opts.Valid))
 	for _, a := range opts.Valid {
@@ -223,7 +240,10 @@ func (e *Engine) collectOne(ctx context.Context, req Request, key cache.Key, now
 		rep.WouldTearDown = append(rep.WouldTearDown, key)
 		return
 	}
-	if err := e.teardown(ctx, req.Conf, rec, argsFor(rec, req.Args.Path), byNobody); err != nil {
+	tctx, t := e.begin(ctx, "GC", key)
+	err = e.teardown(tctx, req.Conf, rec, argsFor(rec, req.Args.Path), byNobody)
+	e.finish(t, req.Conf.SlowThreshold, err)
+	if err != nil {
 		rep.Errors = append(rep.Errors, fmt.Sprintf("%s: %s", key, msgOf(err)))
 		rep.KeptAlive = append(rep.KeptAlive, att)
 		return

@@ -28,6 +28,9 @@ type Op struct {
 	Rollback   bool          `json:"rollback,omitempty"`
 	Outcome    string        `json:"outcome"`
 	Error      string        `json:"error,omitempty"`
+	// Truncated says that the event journal's writer cut this Op's texts,
+	// or dropped its calls, to fit MaxEventLine (encodeEvent).
+	Truncated bool `json:"truncated,omitempty"`
 	// Adopted names the source of the attachment that a DEL with no
 	// record adopted and tore down (orphan.go).
 	Adopted string `json:"adopted,omitempty"`

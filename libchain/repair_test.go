@@ -139,9 +139,9 @@ func TestEventJournal(t *testing.T) {
 func TestEventJournalRotates(t *testing.T) {
 	dir := t.TempDir()
 	j := &EventJournal{CacheDir: dir}
-	big := strings.Repeat("x", 1<<20)
+	big := strings.Repeat("x", 60<<10) // a line short of MaxEventLine
 	t0 := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	for i := range 6 {
+	for i := range 80 {
 		require.NoError(t, j.Append(Op{Verb: "DEL", Start: t0.Add(time.Duration(i) * time.Second), Error: big}))
 	}
 	main, err := os.Stat(EventsPath(dir))
@@ -152,7 +152,8 @@ func TestEventJournalRotates(t *testing.T) {
 	assert.GreaterOrEqual(t, rotated.Size(), int64(eventsMaxSize))
 	ops, skipped, err := ReadEvents(afero.NewOsFs(), dir, time.Time{})
 	require.NoError(t, err)
-	assert.Zero(t, skipped, "a 1 MiB line is read")
-	require.Len(t, ops, 6, "rotation loses nothing")
+	assert.Zero(t, skipped, "60 KiB lines are read")
+	require.Len(t, ops, 80, "rotation loses nothing")
+	assert.Equal(t, big, ops[79].Error, "nor cuts anything")
 	assert.Equal(t, t0, ops[0].Start, "the rotated file is read first")
 }

@@ -103,7 +103,7 @@ func (e *Engine) GC(ctx context.Context, req Request) (err error) {
 	if err != nil {
 		return err
 	}
-	rep, err := e.CollectGarbage(ctx, req, GCOptions{Valid: valid})
+	rep, err := e.collectGarbage(ctx, req, GCOptions{Valid: valid})
 	if rep != nil && len(rep.TornDown)+len(rep.Skipped)+len(rep.SweptTemps) > 0 {
 		e.log().Info("GC", "network", req.Conf.Name, "tornDown", rep.TornDown, "skipped", rep.Skipped, "sweptTemps", rep.SweptTemps)
 	}

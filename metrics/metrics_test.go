@@ -1,7 +1,9 @@
 package metrics
 
 import (
+	"bytes"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -79,6 +81,39 @@ func TestJournalTail(t *testing.T) {
 	n, err := testutil.GatherAndCount(m.Registry, "catena_operation_duration_seconds")
 	require.NoError(t, err)
 	assert.Equal(t, 6, n, "one histogram per verb and outcome seen: add, del ok and error, gc, reclaim, other")
+}
+
+// TestJournalTailBound: the tail reads a line of libchain.MaxEventLine
+// bytes, as ReadEvents does and as long as Append ever writes; one byte
+// more is skipped, counted and logged, once per poll.
+func TestJournalTailBound(t *testing.T) {
+	dir := t.TempDir()
+	path := libchain.EventsPath(dir)
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o700))
+	m := New()
+	var logs bytes.Buffer
+	tail := NewJournalTail(dir, m)
+	tail.Log = slog.New(slog.NewJSONHandler(&logs, nil))
+	padded := func(n int) string { // an operation of n bytes
+		op := `{"verb":"ADD","outcome":"ok"}`
+		return op[:len(op)-1] + strings.Repeat(" ", n-len(op)) + "}\n"
+	}
+	appendTo(t, path, padded(libchain.MaxEventLine)+padded(libchain.MaxEventLine+1)+"junk\n")
+	require.NoError(t, tail.Poll())
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.ops.WithLabelValues("add", "ok")))
+	assert.Equal(t, 2.0, testutil.ToFloat64(m.skippedLines))
+	var warning map[string]any
+	require.NoError(t, json.Unmarshal(logs.Bytes(), &warning), "one warning: %s", logs.String())
+	assert.Equal(t, 2.0, warning["lines"])
+	assert.Equal(t, float64(libchain.MaxEventLine+1), warning["offset"], "the second line")
+	assert.Equal(t, float64(libchain.MaxEventLine+2), warning["bytes"], "with its newline")
+	assert.Equal(t, "longer than 65536 bytes", warning["why"])
+
+	logs.Reset()
+	appendTo(t, path, padded(100))
+	require.NoError(t, tail.Poll())
+	assert.Empty(t, logs.String(), "a poll that skips nothing logs nothing")
+	assert.Equal(t, 2.0, testutil.ToFloat64(m.ops.WithLabelValues("add", "ok")))
 }
 
 // TestObservePassAndLint: a pass's report sets the gauges and counters,

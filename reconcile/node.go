@@ -47,18 +47,13 @@ func NewNode(c NodeConfig) (*Reconciler, *CRILister, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	store := cache.NewDiskStore(afero.NewOsFs(), c.CacheDir, cache.NewFlockLocker(filepath.Join(c.CacheDir, cache.LocksDir)))
-	events := &libchain.EventJournal{CacheDir: c.CacheDir}
 	exec := &libchain.InvokeExecutor{Exec: &libchain.ProcExec{Stderr: c.DelegateStderr}}
 	eng := &libchain.Engine{
 		Store:    store,
 		Exec:     exec,
 		Versions: libchain.NewCachedProber(exec, afero.NewOsFs(), c.CacheDir, log),
 		Log:      log,
-		OnOp: func(op libchain.Op) {
-			if err := events.Append(op); err != nil {
-				log.Warn("event journal", "error", err)
-			}
-		},
+		OnOp:     libchain.OnOp(c.CacheDir, log),
 	}
 	bo := c.Backoff
 	if bo == nil {

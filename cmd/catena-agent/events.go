@@ -75,8 +75,11 @@ func (f *eventsFlags) setup(ctx context.Context, cfg *rest.Config, cacheDir stri
 	enabled.Set(1)
 	sink := kevents.NewSink(ctx, cs, f.node, reg, 0)
 	inst.Observer = &kevents.NodeObserver{Next: inst.Observer, Emitter: sink, Node: f.node}
+	unreadable := prometheus.NewCounter(prometheus.CounterOpts{Name: "catena_events_skipped_journal_lines_total",
+		Help: "Lines of the event journal that the events watcher skipped because they are not an operation (longer than 64 KiB, not JSON, torn): no event was made of them."})
+	reg.MustRegister(unreadable)
 	w := &kevents.Watcher{CacheDir: cacheDir, Node: f.node, HeldThreshold: f.threshold, Interval: f.interval,
-		Emitter: sink, Log: log}
+		Emitter: sink, Log: log, Unreadable: unreadable}
 	if err := w.Start(); err != nil {
 		log.Warn("events: reading the event journal", "error", err)
 	}

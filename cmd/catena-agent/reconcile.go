@@ -58,6 +58,7 @@ func (r *reconcileFlags) setup(mux *http.ServeMux, cacheDir, cniPath string, log
 		return nil, err
 	}
 	tail := metrics.NewJournalTail(cacheDir, m)
+	tail.Log = log.With("reader", "metrics")
 	h := m.Handler(tail, log)
 	mux.Handle("GET /metrics", h)
 	o := &observability{metrics: m, handler: h}

@@ -52,7 +52,10 @@ are removed; a symlink is never followed. (The runtime's CNI GC prunes
 likewise.)
 --dry-run reports what would be torn down and changes nothing: it tears
 down, sweeps and prunes nothing. GC continues
-past errors, reports them all, and then exits 1.`,
+past errors, reports them all, and then exits 1.
+Like the runtime's GC, it is written to the event journal (catenactl stats,
+the agent's events): one GC operation per attachment torn down or failing
+to be, and one of the network; a dry run writes nothing.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if (validFile == "") == !opts.StaleNetNS {

@@ -5,13 +5,16 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/libchain"
 )
 
 func TestGC(t *testing.T) {
@@ -159,6 +162,39 @@ func TestGCBadInput(t *testing.T) {
 			assert.Empty(t, f.calls(), "no plugin called")
 		})
 	}
+}
+
+// TestGCJournals: gc appends its operations to the event journal as the
+// plugin's GC does: one per attachment it tore down (or failed to), which
+// the agent's events read as a teardown of that attachment, and one of
+// the network; a dry run appends nothing.
+func TestGCJournals(t *testing.T) {
+	f := newFixture(t)
+	f.save("c-dead", "eth0", cache.PhaseComplete, time.Hour, []string{"okplug"}, cache.StepAdded)
+	f.save("c-held", "eth0", cache.PhaseNeedsTeardown, time.Hour, []string{"badplug"}, cache.StepDelFailed)
+	p := filepath.Join(t.TempDir(), "valid.json")
+	require.NoError(t, os.WriteFile(p, []byte(`[]`), 0o600))
+	journal := func() []string {
+		ops, skipped, err := libchain.ReadEvents(afero.NewOsFs(), f.cacheDir, time.Time{})
+		require.NoError(t, err)
+		require.Zero(t, skipped)
+		var out []string
+		for _, op := range ops {
+			out = append(out, strings.Join([]string{op.Verb, op.Attachment, op.Outcome}, " "))
+		}
+		return out
+	}
+
+	_, stderr, code := f.run("gc", "--valid", p, "--dry-run")
+	require.Equal(t, 0, code, stderr)
+	assert.Empty(t, journal(), "a dry run is no operation")
+
+	_, stderr, code = f.run("gc", "--valid", p)
+	assert.Equal(t, 1, code, stderr)
+	got := journal()
+	require.Len(t, got, 3, "%q", got)
+	slices.Sort(got[:2]) // the teardowns come in the order of the records
+	assert.Equal(t, []string{"GC podnet/c-dead/eth0 ok", "GC podnet/c-held/eth0 error", "GC  error"}, got)
 }
 
 func TestGCDisabled(t *testing.T) {

@@ -156,18 +156,13 @@ func (a *app) engine() (*libchain.Engine, libchain.Request, func() error, error)
 	if err != nil {
 		return nil, libchain.Request{}, nil, fmt.Errorf("opening the log of network %q: %w", conf.Name, err)
 	}
-	events := &libchain.EventJournal{CacheDir: conf.CacheDir}
 	exec := &libchain.InvokeExecutor{Exec: &libchain.ProcExec{Stderr: a.stderr}}
 	eng := &libchain.Engine{
 		Store:    store(conf.CacheDir),
 		Exec:     exec,
 		Versions: libchain.NewCachedProber(exec, afero.NewOsFs(), conf.CacheDir, log),
 		Log:      log,
-		OnOp: func(op libchain.Op) {
-			if err := events.Append(op); err != nil {
-				log.Warn("event journal", "error", err)
-			}
-		},
+		OnOp:     libchain.OnOp(conf.CacheDir, log),
 	}
 	req := libchain.Request{Conf: conf, Args: libchain.RuntimeArgs{Path: a.resolveCNIPath()}}
 	return eng, req, closeLog, nil

@@ -172,8 +172,8 @@ that started within --window:
   per delegate:  calls of each verb, failures, latency p50/p95.
 Percentiles are nearest-rank. Only what the journal still holds is counted:
 it keeps between 4 and 8 MiB of operations. A line that cannot be read as an
-operation (longer than 4 MiB, not JSON, a torn last line) is skipped and
-counted: "N unreadable event line(s) skipped".`,
+operation (longer than 64 KiB, which catena never writes, not JSON, a torn
+last line) is skipped and counted: "N unreadable event line(s) skipped".`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s, err := a.loadStats(window)

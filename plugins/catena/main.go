@@ -79,18 +79,13 @@ func newEngine(conf *libchain.NetConf) (*libchain.Engine, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	events := &libchain.EventJournal{CacheDir: conf.CacheDir}
 	exec := &libchain.InvokeExecutor{Exec: &libchain.ProcExec{Stderr: os.Stderr}}
 	eng := &libchain.Engine{
 		Store:    cache.NewDiskStore(afero.NewOsFs(), conf.CacheDir, cache.NewFlockLocker(filepath.Join(conf.CacheDir, cache.LocksDir))),
 		Exec:     exec,
 		Versions: libchain.NewCachedProber(exec, afero.NewOsFs(), conf.CacheDir, log),
 		Log:      log,
-		OnOp: func(op libchain.Op) {
-			if err := events.Append(op); err != nil {
-				log.Warn("event journal", "error", err)
-			}
-		},
+		OnOp:     libchain.OnOp(conf.CacheDir, log),
 	}
 	if conf.LibcniResultsDir != "" {
 		atDel, err := adopt.NewAtDel(conf.LibcniResultsDir, nil, log)

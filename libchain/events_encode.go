@@ -1,0 +1,77 @@
+package libchain
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// encodeEvent returns op's journal line, newline included, of at most
+// limit bytes before the newline. An Op is a few hundred bytes plus the
+// texts delegates control, each bounded to MaxText before it is encoded;
+// escaping can grow a text sixfold (a '<' is written \u003c), and an
+// operation carries one per failed call and its own error. When op does
+// not fit, its error texts are cut shorter and shorter: each keeps a
+// marker of what was dropped, and a failed call keeps a non-empty error,
+// so that a reader still sees which delegate failed. If even that does
+// not fit (a chain of hundreds of delegates), a minimal line keeps what
+// the readers count and map the operation by: verb, attachment, start,
+// durations, rollback, outcome and pod. A line the writer shrank says
+// so: its Truncated is set.
+func encodeEvent(op Op, limit int) ([]byte, error) {
+	line, err := json.Marshal(op)
+	if err != nil {
+		return nil, fmt.Errorf("encoding %s of %s: %w", op.Verb, op.Attachment, err)
+	}
+	if len(line) <= limit {
+		return append(line, '\n'), nil
+	}
+	op.Truncated = true
+	for keep := MaxText / 2; ; keep /= 2 {
+		if line, err = fitEvent(cutTexts(op, keep), limit); line != nil || err != nil {
+			return line, err
+		}
+		if keep == 0 {
+			break
+		}
+	}
+	minimal := Op{Verb: op.Verb, Attachment: op.Attachment, Start: op.Start, Duration: op.Duration,
+		LockWait: op.LockWait, Rollback: op.Rollback, Outcome: op.Outcome, Error: cutText(op.Error, 0),
+		Adopted: op.Adopted, Pod: op.Pod, Truncated: true}
+	if line, err = fitEvent(minimal, limit); line != nil || err != nil {
+		return line, err
+	}
+	// The attachment (a container ID has no bound) or the pod (from
+	// CNI_ARGS) is what does not fit.
+	minimal.Attachment, minimal.Adopted, minimal.Pod = cutText(op.Attachment, MaxText), "", nil
+	if line, err = fitEvent(minimal, limit); line != nil || err != nil {
+		return line, err
+	}
+	return nil, fmt.Errorf("%s of %s does not fit in a line of %d bytes", op.Verb, cutText(op.Attachment, 64), limit)
+}
+
+// fitEvent returns op's line if it is at most limit bytes, else nil.
+func fitEvent(op Op, limit int) ([]byte, error) {
+	line, err := json.Marshal(op)
+	if err != nil {
+		return nil, fmt.Errorf("encoding %s of %s: %w", op.Verb, op.Attachment, err)
+	}
+	if len(line) > limit {
+		return nil, nil
+	}
+	return append(line, '\n'), nil
+}
+
+// cutTexts returns op with its error and each call's error cut to keep
+// bytes (cutText); op's calls are not changed.
+func cutTexts(op Op, keep int) Op {
+	op.Error = cutText(op.Error, keep)
+	calls := make([]OpCall, len(op.Calls))
+	for i, c := range op.Calls {
+		c.Error = cutText(c.Error, keep)
+		calls[i] = c
+	}
+	if op.Calls != nil {
+		op.Calls = calls
+	}
+	return op
+}

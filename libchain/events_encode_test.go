@@ -1,0 +1,99 @@
+package libchain
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/afero"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestAppendBoundsLines: whatever texts an operation carries, Append
+// writes it as one line of at most MaxEventLine bytes that ReadEvents
+// reads back: a line that fits is written as is; else the texts are cut
+// (a failed call keeps an error), else a minimal line keeps the verb,
+// attachment, outcome and pod; a shrunk line says truncated.
+func TestAppendBoundsLines(t *testing.T) {
+	t0 := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	lt := BoundText(strings.Repeat("<", 10000)) // as the engine keeps a delegate's error
+	pod := &OpPod{Namespace: "ns", Name: "web", UID: "u1"}
+	base := Op{Verb: "ADD", Attachment: "podnet/c1/eth0", Start: t0, Outcome: "error", Rollback: true, Pod: pod}
+	withCalls := func(op Op, calls ...OpCall) Op { op.Calls = calls; return op }
+	many := make([]OpCall, 2000)
+	for i := range many {
+		many[i] = OpCall{Index: i, Type: fmt.Sprintf("delegate-%d", i), Verb: "DEL", Error: "x"}
+	}
+	longKey := base
+	longKey.Attachment = "podnet/" + strings.Repeat("a", 100<<10) + "/eth0"
+	tests := []struct {
+		name      string
+		op        Op
+		truncated bool
+		calls     int // calls kept
+	}{
+		{"short", withCalls(base, OpCall{Type: "bridge", Verb: "ADD", Error: "boom"}), false, 1},
+		{"long escaped errors", withCalls(func() Op { o := base; o.Error = lt + lt; return o }(),
+			OpCall{Index: 0, Type: "bridge", Verb: "ADD"}, OpCall{Index: 1, Type: "seed", Verb: "ADD", Error: lt},
+			OpCall{Index: 1, Type: "seed", Verb: "DEL", Error: lt}, OpCall{Index: 0, Type: "bridge", Verb: "DEL", Error: lt}), true, 4},
+		{"thousands of calls", withCalls(base, many...), true, 0},
+		{"an attachment longer than a line", longKey, true, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "catena")
+			j := &EventJournal{CacheDir: dir}
+			require.NoError(t, j.Append(tt.op))
+			raw, err := afero.ReadFile(afero.NewOsFs(), EventsPath(dir))
+			require.NoError(t, err)
+			t.Logf("%d bytes", len(raw))
+			assert.LessOrEqual(t, len(raw), MaxEventLine+1)
+			assert.Equal(t, 1, strings.Count(string(raw), "\n"))
+
+			ops, skipped, err := ReadEvents(afero.NewOsFs(), dir, time.Time{})
+			require.NoError(t, err)
+			assert.Zero(t, skipped)
+			require.Len(t, ops, 1)
+			got := ops[0]
+			assert.Equal(t, tt.truncated, got.Truncated)
+			assert.Equal(t, tt.op.Verb, got.Verb)
+			assert.Equal(t, tt.op.Outcome, got.Outcome)
+			assert.Equal(t, tt.op.Rollback, got.Rollback)
+			assert.True(t, tt.op.Start.Equal(got.Start))
+			require.Equal(t, tt.calls, len(got.Calls), "calls kept")
+			for i, c := range got.Calls {
+				want := tt.op.Calls[i]
+				assert.Equal(t, want.Error == "", c.Error == "", "call %d keeps whether it failed", i)
+				if c.Error != want.Error {
+					kept, _, cut := strings.Cut(c.Error, "... [truncated ")
+					assert.True(t, cut && strings.HasPrefix(want.Error, kept), "call %d: %q is a cut of its error", i, c.Error)
+				}
+			}
+			if tt.op.Attachment == longKey.Attachment {
+				assert.True(t, strings.HasPrefix(got.Attachment, "podnet/aaa"), "cut, not dropped")
+				return
+			}
+			assert.Equal(t, tt.op.Attachment, got.Attachment)
+			assert.Equal(t, pod, got.Pod)
+		})
+	}
+}
+
+// TestEncodeEventCutsNoMoreThanNeeded: a line over the bound keeps as much
+// of each text as fits at the largest cut that fits.
+func TestEncodeEventCutsNoMoreThanNeeded(t *testing.T) {
+	op := Op{Verb: "DEL", Attachment: "podnet/c1/eth0", Outcome: "error", Error: strings.Repeat("<", MaxText),
+		Calls: []OpCall{{Type: "bridge", Verb: "DEL", Error: strings.Repeat("<", MaxText)}}}
+	full, err := encodeEvent(op, 1<<20)
+	require.NoError(t, err)
+	require.Greater(t, len(full), 2*6*MaxText, "two texts of MaxText '<', six bytes each")
+
+	line, err := encodeEvent(op, 2*6*MaxText)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, len(line)-1, 2*6*MaxText)
+	assert.Contains(t, string(line), `"truncated":true`)
+	assert.Contains(t, string(line), strings.Repeat(`\u003c`, MaxText/2)+`... [truncated 2048 bytes]`, "cut to half, the first cut that fits")
+}
