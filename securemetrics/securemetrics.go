@@ -2,10 +2,11 @@
 // API server's authentication and authorization, as kubelet does: a bearer
 // token is checked with a TokenReview, then the user with a
 // SubjectAccessReview of get on the non-resource URL /metrics. It uses
-// k8s.io/apiserver's delegating authenticator and authorizer (with their
-// caches) and answers as kubelet's server does: 401 to a request not
+// k8s.io/apiserver's token cache and delegating authorizer (with its
+// cache) and answers as kubelet's server does: 401 to a request not
 // authenticated (no token, a token the API server rejects, a review that
-// failed), 403 to a user not allowed.
+// failed), 403 to a user not allowed. The reviews a client can cause are
+// bounded (limits): 429 to a request beyond them.
 package securemetrics
 
 import (
@@ -14,14 +15,11 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
-	"strings"
 	"time"
 
+	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apiserver/pkg/apis/apiserver"
-	"k8s.io/apiserver/pkg/authentication/authenticator"
-	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
-	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/authentication/token/cache"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	authenticationv1 "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	authorizationv1 "k8s.io/client-go/kubernetes/typed/authorization/v1"
@@ -35,10 +33,60 @@ func reviewBackoff() *wait.Backoff {
 	return &wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 5}
 }
 
+// reviewTimeout bounds one TokenReview, its retries included.
+const reviewTimeout = 10 * time.Second
+
+// limits bound the work a client of the endpoint makes the API server do.
+type limits struct {
+	// reviewQPS and reviewBurst are the client-side rate of each review
+	// client (one for TokenReviews, one for SubjectAccessReviews), in
+	// place of client-go's default 5/s, burst 10.
+	reviewQPS   float32
+	reviewBurst int
+	// tokenTTL is how long an accepted token is cached, rejectedTTL a
+	// token the API server does not authenticate; a review that failed is
+	// not cached. allowTTL and denyTTL are the same for a user's access.
+	tokenTTL, rejectedTTL, allowTTL, denyTTL time.Duration
+	// perSource and sourceBurst limit the requests of one source (an IPv4
+	// address, an IPv6 /64) whose token is not known good; at most
+	// maxSources are tracked at once.
+	perSource   rate.Limit
+	sourceBurst int
+	maxSources  int
+	// maxInFlight is how many requests whose token is not known good are
+	// authenticated and authorized at once.
+	maxInFlight int
+	// knownGoodFor is how long a token stays known good for a method and
+	// path after the last request allowed, for at most maxKnownGood of them.
+	knownGoodFor time.Duration
+	maxKnownGood int
+}
+
+// defaultLimits are the agent's.
+func defaultLimits() limits {
+	return limits{
+		reviewQPS: 20, reviewBurst: 40,
+		tokenTTL: 2 * time.Minute, rejectedTTL: 10 * time.Second,
+		allowTTL: 5 * time.Minute, denyTTL: 30 * time.Second,
+		perSource: 1, sourceBurst: 5, maxSources: 4096,
+		maxInFlight:  16,
+		knownGoodFor: 10 * time.Minute, maxKnownGood: 1024,
+	}
+}
+
 // Handler serves next's GET /metrics to the clients that the API server
 // at cfg authenticates (401 otherwise) and authorizes to get /metrics
-// (403 otherwise); every other path is 404 to an authorized client.
+// (403 otherwise); every other path is 404 to an authorized client. A
+// request whose token is not known good, beyond its source's budget or
+// the reviews in flight, is 429 without asking the API server.
 func Handler(cfg *rest.Config, metrics http.Handler, log *slog.Logger) (http.Handler, error) {
+	return newHandler(cfg, metrics, log, defaultLimits())
+}
+
+func newHandler(cfg *rest.Config, metrics http.Handler, log *slog.Logger, lim limits) (http.Handler, error) {
+	// the review clients' own rate, whatever the agent's client has
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst, cfg.RateLimiter = lim.reviewQPS, lim.reviewBurst, nil
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("secure metrics: client of the API server: %w", err)
@@ -51,20 +99,11 @@ func Handler(cfg *rest.Config, metrics http.Handler, log *slog.Logger) (http.Han
 	if err != nil {
 		return nil, fmt.Errorf("secure metrics: SubjectAccessReview client: %w", err)
 	}
-	authn, _, err := authenticatorfactory.DelegatingAuthenticatorConfig{
-		Anonymous:                &apiserver.AnonymousAuthConfig{Enabled: false},
-		CacheTTL:                 time.Minute,
-		TokenAccessReviewClient:  authnClient,
-		TokenAccessReviewTimeout: 10 * time.Second,
-		WebhookRetryBackoff:      reviewBackoff(),
-	}.New()
-	if err != nil {
-		return nil, fmt.Errorf("secure metrics: authenticator: %w", err)
-	}
+	reviewer := &tokenReviewer{reviews: authnClient.TokenReviews(), timeout: reviewTimeout, backoff: *reviewBackoff(), log: log}
 	authz, err := authorizerfactory.DelegatingAuthorizerConfig{
 		SubjectAccessReviewClient: authzClient,
-		AllowCacheTTL:             5 * time.Minute,
-		DenyCacheTTL:              30 * time.Second,
+		AllowCacheTTL:             lim.allowTTL,
+		DenyCacheTTL:              lim.denyTTL,
 		WebhookRetryBackoff:       reviewBackoff(),
 	}.New()
 	if err != nil {
@@ -72,42 +111,15 @@ func Handler(cfg *rest.Config, metrics http.Handler, log *slog.Logger) (http.Han
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", metrics)
-	return &guard{authn: authn, authz: authz, next: mux, log: log}, nil
-}
-
-// guard authenticates and authorizes each request before next serves it.
-type guard struct {
-	authn authenticator.Request
-	authz authorizer.Authorizer
-	next  http.Handler
-	log   *slog.Logger
-}
-
-var _ http.Handler = (*guard)(nil)
-
-func (g *guard) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	res, ok, err := g.authn.AuthenticateRequest(req)
-	if err != nil || !ok {
-		// as kubelet: whatever failed, the client is not authenticated
-		if err != nil {
-			g.log.Debug("secure metrics: request not authenticated", "remote", req.RemoteAddr, "error", err.Error())
-		}
-		http.Error(w, "Unauthorized", http.StatusUnauthorized)
-		return
-	}
-	attrs := authorizer.AttributesRecord{User: res.User, Verb: strings.ToLower(req.Method), Path: req.URL.Path}
-	decision, reason, err := g.authz.Authorize(req.Context(), attrs)
-	if err != nil {
-		g.log.Warn("secure metrics: authorization failed", "user", res.User.GetName(), "path", req.URL.Path, "error", err.Error())
-		http.Error(w, "Authorization of user "+res.User.GetName()+" failed", http.StatusInternalServerError)
-		return
-	}
-	if decision != authorizer.DecisionAllow {
-		g.log.Debug("secure metrics: request forbidden", "user", res.User.GetName(), "path", req.URL.Path, "reason", reason)
-		http.Error(w, "Forbidden: user "+res.User.GetName()+" may not get "+req.URL.Path, http.StatusForbidden)
-		return
-	}
-	g.next.ServeHTTP(w, req)
+	return &guard{
+		authn:    cache.New(reviewer, false, lim.tokenTTL, lim.rejectedTTL),
+		authz:    authz,
+		next:     mux,
+		log:      log,
+		good:     newKnownGood(lim.knownGoodFor, lim.maxKnownGood),
+		sources:  newSourceLimiter(lim.perSource, lim.sourceBurst, lim.maxSources),
+		inFlight: make(chan struct{}, lim.maxInFlight),
+	}, nil
 }
 
 // Cert file names in a kubernetes.io/tls Secret mounted as a directory.

@@ -11,57 +11,107 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"sync/atomic"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/cert"
 )
 
-// fakeAPIServer answers TokenReviews (token "bound" is user "scraper",
-// "unbound" is "stranger", anything else unauthenticated) and
-// SubjectAccessReviews (only scraper may get the non-resource URL /metrics).
-func fakeAPIServer(t *testing.T) (*httptest.Server, *atomic.Int32) {
+// fakeAPI answers TokenReviews (token "bound" is user "scraper",
+// "unbound" is "stranger", anything else unauthenticated with the error
+// the API server gives, "invalid bearer token") and SubjectAccessReviews
+// (only scraper may get the non-resource URL /metrics). A TokenReview of
+// any other token waits for hold when hold is not nil.
+type fakeAPI struct {
+	*httptest.Server
+	hold chan struct{}
+
+	mu           sync.Mutex
+	tokenReviews map[string]int
+	sars         int
+}
+
+func newFakeAPI(t *testing.T, hold chan struct{}) *fakeAPI {
 	t.Helper()
-	var reviews atomic.Int32
+	f := &fakeAPI{hold: hold, tokenReviews: map[string]int{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /apis/authentication.k8s.io/v1/tokenreviews", func(w http.ResponseWriter, r *http.Request) {
-		reviews.Add(1)
 		var tr authnv1.TokenReview
-		if !assert.NoError(t, json.NewDecoder(r.Body).Decode(&tr)) {
+		if !decodeReview(t, r, &tr) {
 			return
 		}
+		f.mu.Lock()
+		f.tokenReviews[tr.Spec.Token]++
+		f.mu.Unlock()
 		users := map[string]string{"bound": "scraper", "unbound": "stranger"}
 		if u, ok := users[tr.Spec.Token]; ok {
 			tr.Status = authnv1.TokenReviewStatus{Authenticated: true, User: authnv1.UserInfo{Username: u}}
+		} else {
+			if f.hold != nil {
+				select {
+				case <-f.hold:
+				case <-r.Context().Done():
+				}
+			}
+			tr.Status = authnv1.TokenReviewStatus{Error: "invalid bearer token"}
 		}
 		tr.APIVersion, tr.Kind = "authentication.k8s.io/v1", "TokenReview"
 		w.Header().Set("Content-Type", "application/json")
 		assert.NoError(t, json.NewEncoder(w).Encode(&tr))
 	})
 	mux.HandleFunc("POST /apis/authorization.k8s.io/v1/subjectaccessreviews", func(w http.ResponseWriter, r *http.Request) {
-		reviews.Add(1)
 		var sar authzv1.SubjectAccessReview
-		if !assert.NoError(t, json.NewDecoder(r.Body).Decode(&sar)) {
+		if !decodeReview(t, r, &sar) {
 			return
 		}
+		f.mu.Lock()
+		f.sars++
+		f.mu.Unlock()
 		nr := sar.Spec.NonResourceAttributes
 		sar.Status.Allowed = sar.Spec.User == "scraper" && nr != nil && nr.Path == "/metrics" && nr.Verb == "get"
 		sar.APIVersion, sar.Kind = "authorization.k8s.io/v1", "SubjectAccessReview"
 		w.Header().Set("Content-Type", "application/json")
 		assert.NoError(t, json.NewEncoder(w).Encode(&sar))
 	})
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	return srv, &reviews
+	f.Server = httptest.NewServer(mux)
+	t.Cleanup(f.Close)
+	return f
+}
+
+// decodeReview decodes the review the client sent, JSON or protobuf (the
+// typed clients prefer it), into into.
+func decodeReview(t *testing.T, r *http.Request, into runtime.Object) bool {
+	body, err := io.ReadAll(r.Body)
+	if !assert.NoError(t, err) {
+		return false
+	}
+	_, _, err = scheme.Codecs.UniversalDeserializer().Decode(body, nil, into)
+	return assert.NoError(t, err, "content type %s", r.Header.Get("Content-Type"))
+}
+
+// reviews is how many TokenReviews of token the fake answered, and how
+// many reviews of any kind (TokenReviews and SubjectAccessReviews).
+func (f *fakeAPI) reviews(token string) (of, all int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for k, n := range f.tokenReviews {
+		all += n
+		if k == token {
+			of = n
+		}
+	}
+	return of, all + f.sars
 }
 
 func TestHandlerAuthenticatesAndAuthorizes(t *testing.T) {
-	api, reviews := fakeAPIServer(t)
+	api := newFakeAPI(t, nil)
 	series := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "catena_up 1\n") })
 	h, err := Handler(&rest.Config{Host: api.URL}, series, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
@@ -97,7 +147,8 @@ func TestHandlerAuthenticatesAndAuthorizes(t *testing.T) {
 			}
 		})
 	}
-	assert.Positive(t, reviews.Load(), "the API server was asked")
+	_, all := api.reviews("")
+	assert.Positive(t, all, "the API server was asked")
 }
 
 func TestTLSConfigSelfSigned(t *testing.T) {
