@@ -10,11 +10,12 @@ import (
 
 // Barrier orders GC against ADD on one network: an ADD holds its network's
 // barrier shared until its record is first written (before its first
-// delegate gets its request), a GC holds it exclusive while it lists the
-// records it tells the delegates are valid and forwards GC to them. So an
-// ADD is in that listing or reaches no delegate before the last forward:
-// each delegate's valid list holds every attachment whose ADD reached it. ADDs do not wait for one another, and a waiting GC does not
-// hold back new ADDs (it may then time out: a GC is retried by the
+// delegate gets its request), a GC holds it exclusive, once per delegate,
+// while it lists the records it tells that delegate are valid and forwards
+// GC to it. So an ADD is in that listing or reaches that delegate only
+// after its GC: each delegate's valid list holds every attachment whose
+// ADD reached it. ADDs do not wait for one another, and a waiting GC does
+// not hold back new ADDs (it may then time out: a GC is retried by the
 // runtime's next pass, a pod creation is not).
 //
 // It is an optional capability of a Store (or of the Locker a DiskStore

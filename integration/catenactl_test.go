@@ -57,13 +57,19 @@ type ctl struct {
 	cacheDir string
 }
 
-// newCtl writes a 1.1.0 catena conflist (gcGracePeriod 1ms) to a file that
-// catenactl reads, and parses the same bytes for libcni.
+// newCtl writes a 1.1.0 catena conflist (gcGracePeriod 1ms, lockTimeout
+// 10s) to a file that catenactl reads, and parses the same bytes for libcni.
 func (w *world) newCtl(name string, delegates ...string) *ctl {
 	w.t.Helper()
+	return w.newCtlLock(name, 10*time.Second, delegates...)
+}
+
+// newCtlLock is newCtl with the given lockTimeout.
+func (w *world) newCtlLock(name string, lockTimeout time.Duration, delegates ...string) *ctl {
+	w.t.Helper()
 	conf := fmt.Sprintf(`{"cniVersion":"1.1.0","name":%q,"plugins":[{"type":"catena","cacheDir":%q,
-	  "delegateTimeout":"20s","lockTimeout":"10s","gcGracePeriod":"1ms","delegates":[%s]}]}`,
-		name, w.cacheDir, strings.Join(delegates, ","))
+	  "delegateTimeout":"20s","lockTimeout":%q,"gcGracePeriod":"1ms","delegates":[%s]}]}`,
+		name, w.cacheDir, lockTimeout, strings.Join(delegates, ","))
 	path := filepath.Join(w.t.TempDir(), "10-"+name+".conflist")
 	require.NoError(w.t, os.WriteFile(path, []byte(conf), 0o600))
 	list, err := libcni.ConfListFromBytes([]byte(conf))

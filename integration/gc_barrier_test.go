@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -47,34 +48,52 @@ func logLines(t *testing.T, path string) []string {
 	return strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
 }
 
-// TestCatenactlGCAndADDOnOneNetwork is audit item C (issue 24) with the
-// real binaries: an operator's `catenactl gc --valid` (outside any
-// runtime's ordering) and an ADD on the same network. The chain is [failer
-// A (GC hangs gcHang), bridge + host-local, failer B (ADD waits for a
-// gate)]; `old` is listed, `newpod` is not. Whichever starts first, no
-// delegate's GC may be told a list without newpod once newpod's ADD has
-// reached it:
+// TestCatenactlGCAndADDOnOneNetwork: an operator's `catenactl gc --valid`
+// (outside any runtime's ordering) and an ADD on the same network, with
+// the real binaries. The chain is [failer A (GC hangs gcHang), bridge +
+// host-local, failer B (ADD waits for a gate)]; `old` is listed, `newpod`
+// is not. Whichever starts first, no delegate's GC may be told a list
+// without newpod once newpod's ADD has reached it, and newpod's ADD never
+// fails for the GC:
 //   - GC first: newpod's ADD starts while A's GC hangs. The barrier holds
-//     the ADD before its first delegate until GC's last forward is made,
-//     so every failer logs its GC-VALID (without newpod) before newpod's
-//     ADD. Without the barrier the ADD ran through the chain during A's
-//     hang and B's GC was then told a list without newpod: a delegate with
-//     a real GC (whereabouts) would free its IP. The reference bridge and
-//     host-local (v1.9.1) do not implement GC, so the failers' logs are
-//     the proof; the IP checks only show that nothing else reclaimed it.
+//     the ADD before its first delegate until A's GC is over (so A logs
+//     its GC-VALID, without newpod, before newpod's ADD); then the ADD
+//     goes on, and the later delegates' GCs list newpod if its ADD
+//     reached them first. The reference bridge and host-local (v1.9.1) do
+//     not implement GC, so the failers' logs are the proof; the IP checks
+//     only show that nothing else reclaimed it.
+//   - GC first, A's GC cut: lockTimeout 3s, so each delegate's GC under
+//     the barrier gets a third of it shared by the three, 333 ms: A's GC is
+//     killed at that bound (it logs no GC-VALID) and reported, and the ADD
+//     goes on at once instead of failing at its lockTimeout.
 //   - ADD first: newpod's ADD hangs in B (its record written, its IP
 //     allocated). GC does not wait for it and lists it in every
 //     delegate's valid list.
 func TestCatenactlGCAndADDOnOneNetwork(t *testing.T) {
-	for _, first := range []string{"GC", "ADD"} {
-		t.Run(first+" first", func(t *testing.T) {
+	for _, tc := range []struct {
+		name, first string
+		// lock is the lockTimeout; a third of it, shared by the three
+		// delegates, bounds each one's GC under the barrier.
+		lock time.Duration
+		cut  bool // A's GC outlasts that bound
+	}{
+		{"GC first", "GC", 60 * time.Second, false},
+		{"GC first, A's GC cut", "GC", 3 * time.Second, true},
+		{"ADD first", "ADD", 60 * time.Second, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(t)
-			net := "itgcbar" + strings.ToLower(first)
+			net := "itgcbar" + strings.ToLower(tc.first)
+			if tc.cut {
+				net += "cut"
+			}
 			tmp := t.TempDir()
 			logA, logB, gate := filepath.Join(tmp, "a.log"), filepath.Join(tmp, "b.log"), filepath.Join(tmp, "gate")
-			c := w.newCtl(net, failer(fmt.Sprintf(`"hangGC":%q,"logFile":%q`, gcHang, logA)),
+			c := w.newCtlLock(net, tc.lock, failer(fmt.Sprintf(`"hangGC":%q,"logFile":%q`, gcHang, logA)),
 				w.bridgeDelegate(),
 				failer(fmt.Sprintf(`"waitFile":%q,"waitTimeout":"20s","logFile":%q`, gate, logB)))
+			bound := tc.lock / 9
+			require.Equal(t, tc.cut, bound < gcHang, "the case's lockTimeout")
 			old, newpod := w.container("old"), w.container("newpod")
 			require.NoError(t, os.WriteFile(gate, nil, 0o600))
 			soloStart := time.Now()
@@ -113,7 +132,7 @@ func TestCatenactlGCAndADDOnOneNetwork(t *testing.T) {
 			var gc ctlRun
 			var add addRun
 			var gcStart time.Time
-			switch first {
+			switch tc.first {
 			case "GC":
 				gcStart = time.Now()
 				gcDone := c.start("gc", "--valid", validFile, "--json")
@@ -138,7 +157,6 @@ func TestCatenactlGCAndADDOnOneNetwork(t *testing.T) {
 				require.NoError(t, os.WriteFile(gate, nil, 0o600))
 				add = <-added
 			}
-			require.NoError(t, gc.err, "catenactl gc: %s", gc.stderr)
 			require.NoError(t, add.err, "newpod's ADD")
 			var rep struct {
 				TornDown  []any
@@ -147,36 +165,57 @@ func TestCatenactlGCAndADDOnOneNetwork(t *testing.T) {
 			}
 			require.NoError(t, json.Unmarshal([]byte(gc.out), &rep), gc.out)
 			assert.Empty(t, rep.TornDown)
-			assert.Empty(t, rep.Errors)
-			assert.GreaterOrEqual(t, gc.end.Sub(gcStart), gcHang, "A's GC hung")
+			gcTook := gc.end.Sub(gcStart)
+			if tc.cut {
+				require.Error(t, gc.err, "catenactl gc reports the cut GC")
+				require.Len(t, rep.Errors, 1, "%v", rep.Errors)
+				assert.Contains(t, rep.Errors[0], "delegate 0 (failer) GC failed")
+				assert.Contains(t, rep.Errors[0], "cut at "+bound.String())
+				assert.Less(t, gcTook, gcHang, "A's GC was cut at its bound")
+			} else {
+				require.NoError(t, gc.err, "catenactl gc: %s", gc.stderr)
+				assert.Empty(t, rep.Errors)
+				assert.GreaterOrEqual(t, gcTook, gcHang, "A's GC hung")
+			}
 
-			gcLines := func(valid ...*libcni.RuntimeConf) []string {
-				names := make([]string, len(valid))
-				for i, rt := range valid {
-					names[i] = rt.ContainerID + "/eth0"
-				}
-				return []string{"GC - - -", "GC-VALID " + strings.Join(names, " ")}
+			linesA, linesB := logLines(t, logA), logLines(t, logB)
+			keptNewpod := false
+			for _, k := range rep.KeptAlive {
+				keptNewpod = keptNewpod || k.ContainerID == newpod.ContainerID
 			}
-			var want []string
-			switch first {
+			switch tc.first {
 			case "GC":
-				// The ADD waited for GC's last forward, and for no more:
-				// README bounds it by the forwards in progress, in any
-				// case by lockTimeout (10s here).
+				// The ADD waited for A's GC, and for no more: README bounds
+				// it by one delegate's GC, in any case well under lockTimeout.
 				wait := add.end.Sub(add.start)
-				t.Logf("newpod's ADD took %s (uncontended ADD %s); it ended %s after catenactl gc",
-					wait.Round(time.Millisecond), solo.Round(time.Millisecond), add.end.Sub(gc.end).Round(time.Millisecond))
-				assert.Less(t, wait, 10*time.Second, "lockTimeout")
-				assert.Less(t, add.end.Sub(gc.end), solo+3*time.Second, "the ADD went on once GC's forwards were made")
-				assert.Empty(t, rep.KeptAlive, "newpod was not recorded while GC listed")
-				want = append(append([]string{addLine(old)}, gcLines(old)...), addLine(newpod))
+				t.Logf("GC took %s; newpod's ADD took %s (uncontended ADD %s), ended %s after catenactl gc; A %v; B %v",
+					gcTook.Round(time.Millisecond), wait.Round(time.Millisecond), solo.Round(time.Millisecond),
+					add.end.Sub(gc.end).Round(time.Millisecond), linesA, linesB)
+				assert.Less(t, wait, tc.lock/3+solo+time.Second, "the ADD's wait for the barrier")
+				wantA := []string{addLine(old), "GC - - -", "GC-VALID " + old.ContainerID + "/eth0", addLine(newpod)}
+				if tc.cut {
+					wantA = []string{addLine(old), "GC - - -", addLine(newpod)} // killed before its GC-VALID
+				}
+				assert.Equal(t, wantA, linesA, "failer A's calls")
+				require.Len(t, linesB, 4, "failer B's calls")
+				assert.Equal(t, addLine(old), linesB[0])
+				validB := slices.IndexFunc(linesB, func(l string) bool { return strings.HasPrefix(l, "GC-VALID ") })
+				addB := slices.Index(linesB, addLine(newpod))
+				require.GreaterOrEqual(t, validB, 0, "B's GC ran")
+				require.GreaterOrEqual(t, addB, 0, "newpod's ADD reached B")
+				assert.Contains(t, linesB, "GC - - -")
+				assert.Less(t, slices.Index(linesB, "GC - - -"), validB, "B's GC")
+				if addB < validB {
+					assert.Contains(t, linesB[validB], newpod.ContainerID+"/eth0", "B's GC came after newpod's ADD reached it")
+				}
+				assert.Equal(t, keptNewpod, strings.Contains(linesB[validB], newpod.ContainerID+"/eth0"),
+					"B's list has newpod exactly when GC kept it alive")
 			case "ADD":
-				require.Len(t, rep.KeptAlive, 1)
-				assert.Equal(t, newpod.ContainerID, rep.KeptAlive[0].ContainerID)
-				want = append([]string{addLine(old), addLine(newpod)}, gcLines(newpod, old)...)
+				assert.True(t, keptNewpod, "%v", rep.KeptAlive)
+				want := []string{addLine(old), addLine(newpod), "GC - - -", "GC-VALID " + newpod.ContainerID + "/eth0 " + old.ContainerID + "/eth0"}
+				assert.Equal(t, want, linesA, "failer A's calls")
+				assert.Equal(t, want, linesB, "failer B's calls")
 			}
-			assert.Equal(t, want, logLines(t, logA), "failer A's calls")
-			assert.Equal(t, want, logLines(t, logB), "failer B's calls")
 
 			// Nothing GCed newpod away: its IP stays allocated and
 			// configured, its record complete.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"time"
 
 	"github.com/containernetworking/cni/pkg/types"
@@ -137,24 +138,99 @@ func (e *Engine) collectGarbage(ctx context.Context, req Request, opts GCOptions
 	return rep, reportErr(req, rep)
 }
 
-// forwardHeld forwards GC to the delegates with the network's barrier held
-// exclusive (barrier.go), so that no ADD runs meanwhile: the records it
-// lists then, after the teardowns, are every attachment Catena tracks on
-// the network, including those whose ADD ran since GC's first listing,
-// and each is in the list every delegate gets. Without that second
-// listing under the barrier, an ADD that started after the first one and
-// passed through a delegate before GC reached it was in no delegate's
-// list. The barrier is not held during the teardowns, which can take a
-// delegateTimeout per delegate each: an ADD waits for the forwards only.
+// forwardHeld forwards GC to the delegates at 1.1.0 or later one at a
+// time: for each, it takes the network's barrier exclusive (barrier.go),
+// lists the records, and sends that delegate's GC with every record of the
+// network in its valid list; it then releases the barrier before the next
+// delegate.
+//
+// Safety: while a delegate's GC runs, no ADD can write its record, and an
+// ADD's first delegate gets its request only after its record is written
+// (under the barrier shared). So every ADD that reached this delegate, or
+// will while its GC runs, wrote its record before the barrier was taken,
+// and the listing made under it, after the teardowns, has it: the
+// delegate never sees a list that omits an attachment it holds. An ADD
+// that wrote its record after the barrier was released is in no earlier
+// delegate's list, but reached none of them before its GC was over.
+//
+// The bound: each delegate's GC runs within gcForwardBound, which shares
+// a third of lockTimeout among the delegates, and is killed with its
+// process group at it (spawn.go): it acts on no list after the barrier
+// is released. A GC holds the barrier for at most lockTimeout/3 and its
+// listings in all, so an ADD's wait for it stays well under the ADD's
+// lockTimeout, whatever the delegates do; between two delegates GC waits
+// gcYield, so that the ADDs that queued meanwhile go first and usually
+// wait for one delegate's GC only. A GC cut at its bound is reported; the
+// runtime's next GC tries again. The teardowns (collectOne) run before,
+// without the barrier.
 func (e *Engine) forwardHeld(ctx context.Context, req Request, runtime []Attachment, valid map[Attachment]bool, rep *GCReport) error {
+	var errs []error
+	var targets []Delegate
+	for _, d := range req.Conf.Delegates {
+		// Resolved before the barrier: a VERSION not cached may take a while.
+		d, err := e.resolve(ctx, req, d)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if atLeast(d.CNIVersion, "1.1.0") {
+			targets = append(targets, d)
+		}
+	}
+	bounded := *req.Conf
+	bounded.DelegateTimeout = gcForwardBound(req.Conf, len(targets))
+	breq := Request{Conf: &bounded, Args: req.Args}
+	for i, d := range targets {
+		if i > 0 {
+			sleepCtx(ctx, gcYield)
+		}
+		err := e.forwardOneHeld(ctx, breq, d, len(targets), runtime, valid, rep)
+		if errors.Is(err, errNoBarrier) && i+1 < len(targets) {
+			// Each try waits lockTimeout: the rest would wait as long.
+			rest := make([]string, 0, len(targets)-i-1)
+			for _, r := range targets[i+1:] {
+				rest = append(rest, r.String())
+			}
+			err = fmt.Errorf("%w; nor to %s", err, strings.Join(rest, ", "))
+		}
+		if errors.Is(err, errNoBarrier) {
+			return errors.Join(append(errs, err)...)
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// gcYield is how long GC leaves the network's barrier free between two
+// delegates: twice the longest wait between two tries of a waiting ADD
+// (the flock barrier polls at most every 25 ms).
+const gcYield = 50 * time.Millisecond
+
+// errNoBarrier marks a GC forward that could not take the barrier.
+var errNoBarrier = errors.New("the network barrier was not taken")
+
+// gcForwardBound is how long one delegate's GC may run while GC holds the
+// network's barrier: its delegateTimeout, but at most a third of
+// lockTimeout shared among the n delegates GC is forwarded to, so that an
+// ADD waiting for the barrier meanwhile never reaches its lockTimeout.
+func gcForwardBound(conf *NetConf, n int) time.Duration {
+	return min(conf.DelegateTimeout, conf.LockTimeout/time.Duration(3*max(n, 1)))
+}
+
+// forwardOneHeld forwards GC to d under the network's barrier, with the
+// runtime's list widened by every record of the network (forwardHeld).
+func (e *Engine) forwardOneHeld(ctx context.Context, req Request, d Delegate, n int, runtime []Attachment,
+	valid map[Attachment]bool, rep *GCReport) error {
 	release, err := e.holdNetwork(ctx, req, "GC", true)
 	if err != nil {
-		return fmt.Errorf("GC not forwarded to the delegates: %w", err)
+		return fmt.Errorf("GC not forwarded to %s: %w: %w", d, errNoBarrier, err)
 	}
 	defer release()
 	keys, err := e.Store.List()
 	if err != nil {
-		return cniError(types.ErrIOFailure, "GC of network %q: listing records, GC not forwarded to the delegates: %w", req.Conf.Name, err)
+		return cniError(types.ErrIOFailure, "GC of network %q: listing records, GC not forwarded to %s: %w", req.Conf.Name, d, err)
 	}
 	kept := make(map[Attachment]bool, len(rep.KeptAlive))
 	for _, a := range rep.KeptAlive {
@@ -177,7 +253,12 @@ func (e *Engine) forwardHeld(ctx context.Context, req Request, runtime []Attachm
 			widened = append(widened, a)
 		}
 	}
-	return e.forwardGC(ctx, req, widened)
+	err = e.forwardGC(ctx, req, d, widened)
+	if isTimeout(err) && ctx.Err() == nil {
+		err = fmt.Errorf("%w (cut at %s: ADDs on network %q wait while a delegate's GC holds its barrier, so each gets delegateTimeout, "+
+			"at most a third of lockTimeout shared among the %d delegates; the next GC tries again)", err, req.Conf.DelegateTimeout, req.Conf.Name, n)
+	}
+	return err
 }
 
 func reportErr(req Request, rep *GCReport) error {
@@ -267,29 +348,15 @@ func argsFor(rec *cache.Record, path string) RuntimeArgs {
 	return RuntimeArgs{ContainerID: rec.Key.ContainerID, IfName: rec.Key.IfName, Args: rec.Args, Path: path, NetNS: rec.NetNS}
 }
 
-// forwardGC sends GC to every delegate that supports CNI 1.1.0, with the
-// given valid list, continuing past errors.
-func (e *Engine) forwardGC(ctx context.Context, req Request, valid []Attachment) error {
+// forwardGC sends GC to delegate d with the given valid list, within the
+// request's delegateTimeout.
+func (e *Engine) forwardGC(ctx context.Context, req Request, d Delegate, valid []Attachment) error {
 	list, err := json.Marshal(valid)
 	if err != nil {
-		return fmt.Errorf("encoding valid attachments: %w", err)
+		return fmt.Errorf("GC of %s: encoding valid attachments: %w", d, err)
 	}
-	var errs []error
-	for _, d := range req.Conf.Delegates {
-		d, err := e.resolve(ctx, req, d)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if !atLeast(d.CNIVersion, "1.1.0") {
-			continue
-		}
-		extra := map[string]json.RawMessage{"cni.dev/valid-attachments": list}
-		if err := e.runPlain(ctx, req, d, "GC", extra); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+	extra := map[string]json.RawMessage{"cni.dev/valid-attachments": list}
+	return e.runPlain(ctx, req, d, "GC", extra)
 }
 
 // parseValid decodes cni.dev/valid-attachments. A GC without the list is

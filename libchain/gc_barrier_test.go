@@ -18,13 +18,13 @@ import (
 )
 
 // orderExec is a fakeExec that keeps the order of every call as
-// "VERB type containerID" and runs onGC before a GC of a delegate type
-// reaches the fake.
+// "VERB type containerID" and runs onGC, with the call's context, before a
+// GC of a delegate type reaches the fake.
 type orderExec struct {
 	*fakeExec
 	mu    sync.Mutex
 	order []string
-	onGC  func(typ string)
+	onGC  func(ctx context.Context, typ string)
 	onDel func()
 }
 
@@ -44,13 +44,17 @@ func (o *orderExec) Add(ctx context.Context, c Call) (types.Result, error) {
 
 func (o *orderExec) Run(ctx context.Context, c Call) error {
 	if c.Verb == "GC" && o.onGC != nil {
-		o.onGC(c.Type)
+		o.onGC(ctx, c.Type)
 	}
 	if c.Verb == "DEL" && o.onDel != nil {
 		o.onDel()
 	}
 	o.note(c)
-	return o.fakeExec.Run(ctx, c)
+	err := o.fakeExec.Run(ctx, c)
+	if ctx.Err() != nil {
+		return fmt.Errorf("killed: %w", ctx.Err()) // as the executor reports a delegate it killed
+	}
+	return err
 }
 
 func (o *orderExec) index(s string) int {
@@ -102,7 +106,7 @@ func TestGCNeverOmitsAnADDThatPassedTheDelegate(t *testing.T) {
 
 	var once sync.Once
 	addDone := make(chan error, 1)
-	exec.onGC = func(typ string) {
+	exec.onGC = func(_ context.Context, typ string) {
 		if typ != "ipam" {
 			return
 		}
@@ -145,7 +149,7 @@ func TestADDWaitsOnlyForGCForwards(t *testing.T) {
 	store := cache.NewDiskStore(afero.NewOsFs(), dir, cache.NewFlockLocker(filepath.Join(dir, cache.LocksDir)))
 	eng, exec, conf := barrierEngine(t, store, "dead")
 	const forward, teardown = 100 * time.Millisecond, 300 * time.Millisecond
-	exec.onGC = func(string) { time.Sleep(forward) }
+	exec.onGC = func(context.Context, string) { time.Sleep(forward) }
 	exec.onDel = func() { time.Sleep(teardown / 2) }
 
 	start := time.Now()
@@ -170,4 +174,97 @@ func TestADDWaitsOnlyForGCForwards(t *testing.T) {
 		waits[len(waits)-1].Round(time.Millisecond), forward, teardown)
 	assert.Less(t, waits[len(waits)-1], 2*forward+100*time.Millisecond, "an ADD waits at most for the forwards")
 	assert.Less(t, waits[len(waits)/2], 50*time.Millisecond, "most ADDs start while GC tears down, without the barrier")
+}
+
+// TestADDDuringASlowDelegateGCSucceeds: the first delegate's GC, or every
+// one's, hangs (until it is killed) and an ADD on the same network starts
+// while the first one runs, on the real disk's barrier. The ADD must not
+// fail with "try again later" for want of the barrier: a delegate's GC
+// holds it for at most its share of a third of lockTimeout, then is cut
+// and reported. And no delegate whose ADD of the new attachment came
+// before its GC finished may miss it in its valid list.
+func TestADDDuringASlowDelegateGCSucceeds(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		hung []string
+	}{
+		{"first delegate's GC hangs", []string{"ipam"}},
+		{"every delegate's GC hangs", []string{"ipam", "portmap"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			store := cache.NewDiskStore(afero.NewOsFs(), dir, cache.NewFlockLocker(filepath.Join(dir, cache.LocksDir)))
+			eng, exec, conf := barrierEngine(t, store, "old")
+			conf.LockTimeout = 1200 * time.Millisecond // delegateTimeout stays 10 s
+			require.Equal(t, 200*time.Millisecond, gcForwardBound(conf, 2), "a third of lockTimeout, shared by two delegates")
+
+			type outcome struct {
+				err  error
+				took time.Duration
+			}
+			var once sync.Once
+			added := make(chan outcome, 1)
+			exec.onGC = func(ctx context.Context, typ string) {
+				if typ == "ipam" {
+					once.Do(func() {
+						go func() {
+							start := time.Now()
+							_, err := eng.Add(context.Background(), req(conf, "newpod"))
+							added <- outcome{err, time.Since(start)}
+						}()
+					})
+				}
+				if slices.Contains(tc.hung, typ) {
+					<-ctx.Done() // longer than anything allows
+				}
+			}
+			start := time.Now()
+			_, gcErr := eng.CollectGarbage(context.Background(), gcReq(conf), GCOptions{Valid: []Attachment{{ContainerID: "old", IfName: "eth0"}}})
+			gcTook := time.Since(start)
+			add := <-added
+			t.Logf("GC took %s; the ADD during it took %s; calls %v", gcTook.Round(time.Millisecond), add.took.Round(time.Millisecond), exec.order)
+
+			// Its wait for the barrier is bounded by the GC's hold; the
+			// ADD's own time also has its durable writes on a real disk.
+			require.NoError(t, add.err, "an ADD during a slow delegate GC must not fail")
+			require.Error(t, gcErr, "a cut GC is reported")
+			for _, typ := range tc.hung {
+				assert.Contains(t, gcErr.Error(), typ+") GC failed")
+			}
+			assert.Contains(t, gcErr.Error(), "cut at 200ms")
+			assert.Less(t, gcTook, 5*time.Second, "a hung GC is cut at its bound, not at delegateTimeout")
+			rec, err := eng.Store.Load(keyOf(conf, "newpod"))
+			require.NoError(t, err)
+			assert.Equal(t, cache.PhaseComplete, rec.Phase)
+
+			for _, typ := range []string{"ipam", "portmap"} {
+				gcs := exec.callsOf("GC", typ)
+				require.Len(t, gcs, 1, typ)
+				addAt, gcAt := exec.index("ADD "+typ+" newpod"), exec.index("GC "+typ+" ")
+				require.GreaterOrEqual(t, addAt, 0, typ)
+				if addAt < gcAt {
+					assert.Contains(t, validOf(gcs[0]), "newpod",
+						fmt.Sprintf("GC of %s came after newpod's ADD passed it (calls %v)", typ, exec.order))
+				}
+			}
+		})
+	}
+}
+
+// TestGCForwardBound: a delegate's GC under the barrier gets its
+// delegateTimeout, at most a third of lockTimeout shared by the delegates.
+func TestGCForwardBound(t *testing.T) {
+	for _, tc := range []struct {
+		delegate, lock time.Duration
+		n              int
+		want           time.Duration
+	}{
+		{60 * time.Second, 30 * time.Second, 1, 10 * time.Second},
+		{60 * time.Second, 30 * time.Second, 2, 5 * time.Second},
+		{60 * time.Second, 30 * time.Second, 0, 10 * time.Second},
+		{2 * time.Second, 30 * time.Second, 2, 2 * time.Second},
+	} {
+		conf := &NetConf{DelegateTimeout: tc.delegate, LockTimeout: tc.lock}
+		assert.Equal(t, tc.want, gcForwardBound(conf, tc.n), "%+v", tc)
+	}
 }

@@ -24,6 +24,15 @@ import (
 // ones oldest-due first, at most MaxAttempts of them, Workers at a time,
 // each DEL bounded by retryBudget; it then writes the stamp, and passes
 // again while the next due is within Linger, until Budget is spent.
+//
+// The Budget is kept by the engine's clock and the caller's context: no
+// attempt starts once either says it is spent (checked by each worker
+// just before it starts one). An attempt already running is not cut: its
+// teardown ignores cancellation, so that it never stops between a DEL and
+// its record, and ends by itself, each DEL within retryBudget, at the
+// first required DEL that fails. A run thus returns by Budget plus one
+// attempt (one retryBudget when the attempt's first DEL hangs); what it
+// did not start stays due for the next run.
 
 // Defaults of RetryOptions.
 const (
@@ -51,8 +60,8 @@ type RetryOptions struct {
 	MaxAttempts int
 	// Workers bounds the attempts run at once; 0: the default.
 	Workers int
-	// Budget bounds the whole run, passes and lingering; no attempt starts
-	// after it. 0: the default.
+	// Budget bounds the whole run, passes and lingering, by the engine's
+	// clock; no attempt starts after it. 0: the default.
 	Budget time.Duration
 	// Linger: pass again while the next due is at most this far; 0: the
 	// default, negative: one pass.
@@ -88,6 +97,9 @@ type RetryReport struct {
 	Released  int `json:"released"`
 	Failed    int `json:"failed"`
 	Skipped   int `json:"skipped"`
+	// Deferred counts the due records not attempted because the budget
+	// or the context ended first; they stay due.
+	Deferred int `json:"deferred"`
 	// Next is when the earliest teardown left is due (zero: none left).
 	Next time.Time `json:"next"`
 }
@@ -115,7 +127,8 @@ func (e *Engine) KickRetry(req Request) {
 
 // RetryPending retries the pending teardowns of req's network (see above).
 // The caller holds the cache dir's retrier lock. Only req.Conf and
-// req.Args.Path are used.
+// req.Args.Path are used. No attempt starts once ctx is done or the
+// engine's clock reaches opts.Budget from now.
 func (e *Engine) RetryPending(ctx context.Context, req Request, opts RetryOptions) (RetryReport, error) {
 	var rep RetryReport
 	ti, ok := e.Store.(cache.TeardownIndex)
@@ -130,11 +143,11 @@ func (e *Engine) RetryPending(ctx context.Context, req Request, opts RetryOption
 			return rep, cniError(0, "retry of network %q: reading the teardown index: %w", req.Conf.Name, err)
 		}
 		rep.Passes++
-		e.retryDue(ctx, req, dueOf(pending, e.now(), opts.MaxAttempts), opts.Workers, &rep)
+		e.retryDue(ctx, req, dueOf(pending, e.now(), opts.MaxAttempts), opts.Workers, deadline, &rep)
 		rep.Next = e.stampRetry(req.Conf.Name)
 		now := e.now()
 		if rep.Next.IsZero() || opts.Linger < 0 || rep.Next.Sub(now) > opts.Linger ||
-			!rep.Next.Before(deadline) || ctx.Err() != nil {
+			!rep.Next.Before(deadline) || !now.Before(deadline) || ctx.Err() != nil {
 			return rep, nil
 		}
 		if wait := rep.Next.Sub(now); wait > 0 {
@@ -153,14 +166,31 @@ func dueOf(pending []cache.Pending, now time.Time, limit int) []cache.Pending {
 	return pending[:min(i, limit)]
 }
 
-// retryDue runs the attempts, workers at a time.
-func (e *Engine) retryDue(ctx context.Context, req Request, due []cache.Pending, workers int, rep *RetryReport) {
+// retryDue runs the attempts, workers at a time. Each worker takes its
+// next record only while ctx is live and the engine's clock is before
+// deadline, so no attempt starts past either (a worker may wait a whole
+// attempt between two records: the check is made when it is free, not
+// when the record was queued). The records left are counted as deferred.
+func (e *Engine) retryDue(ctx context.Context, req Request, due []cache.Pending, workers int, deadline time.Time, rep *RetryReport) {
 	var mu sync.Mutex
+	taken := 0
+	take := func() (cache.Pending, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if taken == len(due) || ctx.Err() != nil || !e.now().Before(deadline) {
+			return cache.Pending{}, false
+		}
+		taken++
+		return due[taken-1], true
+	}
 	var wg sync.WaitGroup
-	next := make(chan cache.Pending)
 	for range min(workers, len(due)) {
 		wg.Go(func() {
-			for p := range next {
+			for {
+				p, ok := take()
+				if !ok {
+					return
+				}
 				out := e.retryOne(ctx, req, p)
 				mu.Lock()
 				rep.Attempted++
@@ -176,14 +206,8 @@ func (e *Engine) retryDue(ctx context.Context, req Request, due []cache.Pending,
 			}
 		})
 	}
-	for _, p := range due {
-		if ctx.Err() != nil {
-			break
-		}
-		next <- p
-	}
-	close(next)
 	wg.Wait()
+	rep.Deferred += len(due) - taken
 }
 
 type retryOutcome int

@@ -32,12 +32,16 @@ func retrier() int {
 	}
 	defer lock.Close()
 	req := libchain.Request{Conf: conf, Args: libchain.RuntimeArgs{Path: os.Getenv("CNI_PATH")}}
-	rep, err := eng.RetryPending(context.Background(), req, libchain.RetryOptions{})
+	// The context ends with the run's budget too: it cuts a sleep between
+	// passes, and no attempt starts after it (one running finishes).
+	ctx, cancel := context.WithTimeout(context.Background(), libchain.DefaultRetryBudget)
+	defer cancel()
+	rep, err := eng.RetryPending(ctx, req, libchain.RetryOptions{Budget: libchain.DefaultRetryBudget})
 	if err != nil {
 		eng.Log.Error("retrier", "network", conf.Name, "error", err)
 		return 1
 	}
 	eng.Log.Info("retrier: done", "network", conf.Name, "passes", rep.Passes, "attempted", rep.Attempted,
-		"released", rep.Released, "failed", rep.Failed, "skipped", rep.Skipped)
+		"released", rep.Released, "failed", rep.Failed, "skipped", rep.Skipped, "deferred", rep.Deferred)
 	return 0
 }
