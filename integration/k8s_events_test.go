@@ -18,7 +18,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/catena-cni/catena/kevents"
+	"github.com/catena-cni/catena/node/kevents"
 )
 
 // agentManifest is nodeManifest for deploy/catena.yaml's agent, which also

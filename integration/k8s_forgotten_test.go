@@ -16,7 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/catena-cni/catena/cache"
-	"github.com/catena-cni/catena/kevents"
+	"github.com/catena-cni/catena/node/kevents"
 	"github.com/catena-cni/catena/libchain"
 )
 

@@ -17,7 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/catena-cni/catena/kevents"
+	"github.com/catena-cni/catena/node/kevents"
 	"github.com/catena-cni/catena/libchain"
 )
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/catena-cni/catena/kevents"
+	"github.com/catena-cni/catena/node/kevents"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/catena-cni/catena/deploy"
-	"github.com/catena-cni/catena/kevents"
+	"github.com/catena-cni/catena/node/kevents"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"

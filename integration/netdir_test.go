@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/catena-cni/catena/nodeconf"
+	"github.com/catena-cni/catena/node/nodeconf"
 )
 
 // pluginTypes lists a loaded conflist's plugin types, in the order libcni

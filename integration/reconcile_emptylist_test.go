@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/catena-cni/catena/reconcile"
-	"github.com/catena-cni/catena/reconcile/fakecri"
+	"github.com/catena-cni/catena/node/reconcile"
+	"github.com/catena-cni/catena/node/reconcile/fakecri"
 )
 
 // podProcess runs a process in the netns name, as a sandbox's pause

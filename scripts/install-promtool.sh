@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds Prometheus's promtool, pinned (PROMETHEUS_VERSION in versions.env),
 # from the Go module proxy into bin/tools/, for the alerting rules' checks
-# (deploy/monitoring, metrics/rules_test.go). Idempotent by a version stamp.
+# (deploy/monitoring, node/metrics/rules_test.go). Idempotent by a version stamp.
 # Cold, about 10 minutes of CPU on 2 cores (it links Prometheus's service
 # discovery, client-go among it); seconds warm.
 set -euo pipefail

@@ -5,7 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/catena-cni/catena/adopt"
-	"github.com/catena-cni/catena/nodeconf"
+	"github.com/catena-cni/catena/node/nodeconf"
 )
 
 // adopter adopts the primary's attachments found in the runtime's libcni

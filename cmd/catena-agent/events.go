@@ -10,9 +10,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/catena-cni/catena/agent"
-	"github.com/catena-cni/catena/kevents"
-	"github.com/catena-cni/catena/nodeconf"
+	"github.com/catena-cni/catena/node/agent"
+	"github.com/catena-cni/catena/node/kevents"
+	"github.com/catena-cni/catena/node/nodeconf"
 )
 
 const (

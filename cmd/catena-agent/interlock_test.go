@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/catena-cni/catena/cli/clitest"
+	"github.com/catena-cni/catena/internal/clitest"
 )
 
 // startAgent runs `catena-agent run` on n in process until the returned

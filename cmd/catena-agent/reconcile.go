@@ -9,10 +9,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/catena-cni/catena/adopt"
-	"github.com/catena-cni/catena/agent"
-	"github.com/catena-cni/catena/cli"
-	"github.com/catena-cni/catena/metrics"
-	"github.com/catena-cni/catena/reconcile"
+	"github.com/catena-cni/catena/node/agent"
+	"github.com/catena-cni/catena/cmd/internal/cli"
+	"github.com/catena-cni/catena/node/metrics"
+	"github.com/catena-cni/catena/node/reconcile"
 )
 
 const (

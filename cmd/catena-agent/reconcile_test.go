@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/catena-cni/catena/cache"
-	"github.com/catena-cni/catena/reconcile/fakecri"
+	"github.com/catena-cni/catena/node/reconcile/fakecri"
 )
 
 // okPlugin logs "<verb> <container>" beside itself and succeeds.

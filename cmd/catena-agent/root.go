@@ -17,9 +17,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/catena-cni/catena/adopt"
-	"github.com/catena-cni/catena/cli"
+	"github.com/catena-cni/catena/cmd/internal/cli"
 	"github.com/catena-cni/catena/libchain"
-	"github.com/catena-cni/catena/nodeconf"
+	"github.com/catena-cni/catena/node/nodeconf"
 )
 
 // Defaults of the node's paths.

@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/catena-cni/catena/agent"
-	"github.com/catena-cni/catena/nodeconf"
+	"github.com/catena-cni/catena/node/agent"
+	"github.com/catena-cni/catena/node/nodeconf"
 )
 
 func runCmd(e env) *cobra.Command {

@@ -11,9 +11,9 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 
-	"github.com/catena-cni/catena/agent"
-	"github.com/catena-cni/catena/cli"
-	"github.com/catena-cni/catena/securemetrics"
+	"github.com/catena-cni/catena/node/agent"
+	"github.com/catena-cni/catena/cmd/internal/cli"
+	"github.com/catena-cni/catena/node/securemetrics"
 )
 
 const defaultSecureMetricsPort = 9618

@@ -9,9 +9,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/catena-cni/catena/cache"
-	"github.com/catena-cni/catena/cli"
+	"github.com/catena-cni/catena/cmd/internal/cli"
 	"github.com/catena-cni/catena/libchain"
-	"github.com/catena-cni/catena/nodeconf"
+	"github.com/catena-cni/catena/node/nodeconf"
 )
 
 // Defaults of uninstall's waits: an agent pod's termination grace is 10 s;

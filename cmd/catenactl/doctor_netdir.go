@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/catena-cni/catena/libchain"
-	"github.com/catena-cni/catena/nodeconf"
+	"github.com/catena-cni/catena/node/nodeconf"
 )
 
 const netDirCheckName = "network dir"

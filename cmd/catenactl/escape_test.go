@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/catena-cni/catena/cache"
-	"github.com/catena-cni/catena/cli/clitest"
+	"github.com/catena-cni/catena/internal/clitest"
 )
 
 // hostile is delegate text that would act on a terminal if printed raw: an

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/catena-cni/catena/cache"
-	"github.com/catena-cni/catena/cli"
+	"github.com/catena-cni/catena/cmd/internal/cli"
 	"github.com/catena-cni/catena/libchain"
 )
 

@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/catena-cni/catena/cli"
+	"github.com/catena-cni/catena/cmd/internal/cli"
 )
 
 // writeJSON prints v as indented JSON. encoding/json escapes the C0

@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/catena-cni/catena/cli"
-	"github.com/catena-cni/catena/reconcile"
+	"github.com/catena-cni/catena/cmd/internal/cli"
+	"github.com/catena-cni/catena/node/reconcile"
 )
 
 const defaultRuntimeEndpoint = "unix:///run/containerd/containerd.sock"

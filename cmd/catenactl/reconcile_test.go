@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/catena-cni/catena/cache"
-	"github.com/catena-cni/catena/reconcile"
-	"github.com/catena-cni/catena/reconcile/fakecri"
+	"github.com/catena-cni/catena/node/reconcile"
+	"github.com/catena-cni/catena/node/reconcile/fakecri"
 )
 
 // saveCRI stores a complete [okplug, okplug] record of cid as a CRI runtime

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/afero"
 	"github.com/spf13/cobra"
 
-	"github.com/catena-cni/catena/cli"
+	"github.com/catena-cni/catena/cmd/internal/cli"
 	"github.com/catena-cni/catena/libchain"
 )
 

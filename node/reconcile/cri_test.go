@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/catena-cni/catena/reconcile/fakecri"
+	"github.com/catena-cni/catena/node/reconcile/fakecri"
 )
 
 // TestCRILister: every sandbox, READY or NOTREADY, over a real gRPC unix

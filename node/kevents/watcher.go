@@ -9,8 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/catena-cni/catena/libchain"
-	"github.com/catena-cni/catena/metrics"
-	"github.com/catena-cni/catena/nodeconf"
+	"github.com/catena-cni/catena/node/metrics"
+	"github.com/catena-cni/catena/node/nodeconf"
 )
 
 // Emitter records facts; Sink is the real one.

@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/catena-cni/catena/metrics"
+	"github.com/catena-cni/catena/node/metrics"
 )
 
 // countingListener counts the connections the server holds open.

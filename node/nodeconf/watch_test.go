@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/catena-cni/catena/cli/clitest"
+	"github.com/catena-cni/catena/internal/clitest"
 )
 
 // syncBuffer is a log sink safe for the watch goroutine and the test.

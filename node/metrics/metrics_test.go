@@ -18,8 +18,8 @@ import (
 
 	"github.com/catena-cni/catena/cache"
 	"github.com/catena-cni/catena/libchain"
-	"github.com/catena-cni/catena/nodeconf"
-	"github.com/catena-cni/catena/reconcile"
+	"github.com/catena-cni/catena/node/nodeconf"
+	"github.com/catena-cni/catena/node/reconcile"
 )
 
 func opLine(t *testing.T, verb, outcome string, d time.Duration) string {

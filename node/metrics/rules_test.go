@@ -17,12 +17,12 @@ import (
 
 	"github.com/catena-cni/catena/cache"
 	"github.com/catena-cni/catena/libchain"
-	"github.com/catena-cni/catena/nodeconf"
-	"github.com/catena-cni/catena/reconcile"
+	"github.com/catena-cni/catena/node/nodeconf"
+	"github.com/catena-cni/catena/node/reconcile"
 )
 
 // monitoringDir holds the alerting rules and their promtool tests.
-const monitoringDir = "../deploy/monitoring"
+const monitoringDir = "../../deploy/monitoring"
 
 // ruleFile is the part of a Prometheus rules file the tests read.
 type ruleFile struct {

@@ -12,8 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/catena-cni/catena/libchain"
-	"github.com/catena-cni/catena/nodeconf"
-	"github.com/catena-cni/catena/reconcile"
+	"github.com/catena-cni/catena/node/nodeconf"
+	"github.com/catena-cni/catena/node/reconcile"
 )
 
 // Metrics holds every Catena metric of one agent, on its own registry.

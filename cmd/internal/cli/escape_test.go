@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/catena-cni/catena/cli/clitest"
+	"github.com/catena-cni/catena/internal/clitest"
 )
 
 func TestPrintable(t *testing.T) {
