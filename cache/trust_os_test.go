@@ -311,7 +311,8 @@ func TestUntrustedErrorFix(t *testing.T) {
 // TestTrustedFsLstatKeepsFileIdentity: an lstat through TrustedFs carries
 // what os.Lstat's does to identify a version of a file (inode, size,
 // mtime, ctime), so that a file read through it can be compared with
-// itself later (package adopt removes a libcni entry only if unchanged).
+// itself later (package libchain/libcnientry removes a libcni entry only if
+// unchanged).
 func TestTrustedFsLstatKeepsFileIdentity(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "entry")

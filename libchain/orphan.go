@@ -10,8 +10,8 @@ import (
 
 // OrphanFinder looks, for a DEL that finds no record, for the same
 // attachment made by the node's primary CNI before Catena was in front of
-// it (package adopt reads the runtime's libcni cache entry of it), so that
-// the DEL tears it down instead of leaking it.
+// it (package libchain/libcnientry reads the runtime's libcni cache entry
+// of it), so that the DEL tears it down instead of leaking it.
 type OrphanFinder interface {
 	// FindOrphan returns the complete record of key's attachment as the
 	// primary made it, or nil if there is none to adopt (nothing found,

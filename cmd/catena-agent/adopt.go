@@ -4,7 +4,7 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/catena-cni/catena/adopt"
+	"github.com/catena-cni/catena/node/adopt"
 	"github.com/catena-cni/catena/node/nodeconf"
 )
 

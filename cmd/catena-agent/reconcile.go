@@ -8,9 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/catena-cni/catena/adopt"
-	"github.com/catena-cni/catena/node/agent"
 	"github.com/catena-cni/catena/cmd/internal/cli"
+	"github.com/catena-cni/catena/node/adopt"
+	"github.com/catena-cni/catena/node/agent"
 	"github.com/catena-cni/catena/node/metrics"
 	"github.com/catena-cni/catena/node/reconcile"
 )

@@ -16,9 +16,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/catena-cni/catena/adopt"
 	"github.com/catena-cni/catena/cmd/internal/cli"
 	"github.com/catena-cni/catena/libchain"
+	"github.com/catena-cni/catena/node/adopt"
 	"github.com/catena-cni/catena/node/nodeconf"
 )
 

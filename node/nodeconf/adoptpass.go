@@ -12,8 +12,8 @@ import (
 // its network list when a call starts), or that finished during that
 // adoption, writes its libcni entry later, and its DEL, which reaches
 // Catena, would find no record and free nothing. The Adopter is expected to
-// remember what it settled (adopt.Adopter does), so that such a pass reads
-// only new entries.
+// remember what it settled (node/adopt's Adopter does), so that such a pass
+// reads only new entries.
 func (i *Installer) adoptInPlace(ctx context.Context, p *Primary) error {
 	if i.Adopt == nil {
 		return nil

@@ -63,7 +63,7 @@ func (c Config) Validate() error {
 }
 
 // Adopter gives a record to each attachment the primary made that Catena
-// has none of (see package adopt). It runs before every write of the
+// has none of (see package node/adopt). It runs before every write of the
 // generated file, and on every pass once the file is in place
 // (adoptpass.go).
 type Adopter func(ctx context.Context, p *Primary) error

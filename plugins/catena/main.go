@@ -13,9 +13,9 @@ import (
 	"github.com/containernetworking/cni/pkg/version"
 	"github.com/spf13/afero"
 
-	"github.com/catena-cni/catena/adopt"
 	"github.com/catena-cni/catena/cache"
 	"github.com/catena-cni/catena/libchain"
+	"github.com/catena-cni/catena/libchain/libcnientry"
 )
 
 const about = "catena: a chained CNI meta-plugin with a durable per-step record"
@@ -88,7 +88,7 @@ func newEngine(conf *libchain.NetConf) (*libchain.Engine, func(), error) {
 		OnOp:     libchain.OnOp(conf.CacheDir, log),
 	}
 	if conf.LibcniResultsDir != "" {
-		atDel, err := adopt.NewAtDel(conf.LibcniResultsDir, nil, log)
+		atDel, err := libcnientry.NewAtDel(conf.LibcniResultsDir, nil, log)
 		if err != nil {
 			_ = closeLog()
 			return nil, nil, err

@@ -1,4 +1,10 @@
-package adopt
+// Package libcnitest has the test helpers that the tests of
+// libchain/libcnientry and node/adopt share: real libcni ADDs and DELs over
+// a recording executor, which write the runtime's genuine cache entries
+// (libcni.go); a fake executor for Catena's engine, and entries changed one
+// field at a time, replaced by what is not a regular file, or planted with
+// another owner (fixtures.go).
+package libcnitest
 
 import (
 	"context"
@@ -15,24 +21,25 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// call is one plugin invocation seen by recordingExec or fakeExecutor.
-type call struct {
+// Call is one plugin invocation seen by RecordingExec or FakeExecutor.
+type Call struct {
 	Verb  string
 	Type  string
 	Stdin string
 }
 
-// recordingExec stands in for the plugin binaries under real libcni: it
+// RecordingExec stands in for the plugin binaries under real libcni: it
 // records what libcni sends, and answers ADD with a result in the config's
 // version, so that libcni writes its real cache file.
-type recordingExec struct {
+type RecordingExec struct {
 	mu    sync.Mutex
-	calls []call
+	calls []Call
 }
 
-var _ invoke.Exec = (*recordingExec)(nil)
+var _ invoke.Exec = (*RecordingExec)(nil)
 
-func (x *recordingExec) ExecPlugin(_ context.Context, pluginPath string, stdin []byte, environ []string) ([]byte, error) {
+// ExecPlugin records the call and answers it.
+func (x *RecordingExec) ExecPlugin(_ context.Context, pluginPath string, stdin []byte, environ []string) ([]byte, error) {
 	verb := ""
 	for _, kv := range environ {
 		if v, ok := strings.CutPrefix(kv, "CNI_COMMAND="); ok {
@@ -40,7 +47,7 @@ func (x *recordingExec) ExecPlugin(_ context.Context, pluginPath string, stdin [
 		}
 	}
 	x.mu.Lock()
-	x.calls = append(x.calls, call{Verb: verb, Type: filepath.Base(pluginPath), Stdin: string(stdin)})
+	x.calls = append(x.calls, Call{Verb: verb, Type: filepath.Base(pluginPath), Stdin: string(stdin)})
 	x.mu.Unlock()
 	if verb != "ADD" {
 		return nil, nil
@@ -55,15 +62,18 @@ func (x *recordingExec) ExecPlugin(_ context.Context, pluginPath string, stdin [
 		`"ips":[{"address":"10.22.0.5/24","gateway":"10.22.0.1","interface":0}],"dns":{}}`, conf.CNIVersion), nil
 }
 
-func (x *recordingExec) FindInPath(plugin string, _ []string) (string, error) {
+// FindInPath puts every plugin in /opt/cni/bin.
+func (x *RecordingExec) FindInPath(plugin string, _ []string) (string, error) {
 	return "/opt/cni/bin/" + plugin, nil
 }
 
-func (x *recordingExec) Decode(data []byte) (version.PluginInfo, error) {
+// Decode decodes a VERSION answer.
+func (x *RecordingExec) Decode(data []byte) (version.PluginInfo, error) {
 	return (&version.PluginDecoder{}).Decode(data)
 }
 
-func (x *recordingExec) take() []call {
+// Take returns the calls recorded since the last Take.
+func (x *RecordingExec) Take() []Call {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	out := x.calls
@@ -71,10 +81,10 @@ func (x *recordingExec) take() []call {
 	return out
 }
 
-// primaryConf is a realistic primary: bridge with host-local, portmap with
+// PrimaryConf is a realistic primary: bridge with host-local, portmap with
 // its capability, and a plugin with a static runtimeConfig that libcni
 // replaces when it injects capability args.
-const primaryConf = `{
+const PrimaryConf = `{
   "cniVersion": "1.0.0",
   "name": "k8s-pod-net",
   "plugins": [
@@ -85,56 +95,46 @@ const primaryConf = `{
   ]
 }`
 
-// pod is one attachment made through real libcni.
-type pod struct {
+// Pod is one attachment made through real libcni.
+type Pod struct {
 	ContainerID, IfName, NetNS string
 	Args                       [][2]string
 	CapArgs                    map[string]any
 }
 
-func (p pod) rt(cacheDir string) *libcni.RuntimeConf {
+// RT is p's runtime config for libcni, caching in cacheDir.
+func (p Pod) RT(cacheDir string) *libcni.RuntimeConf {
 	return &libcni.RuntimeConf{ContainerID: p.ContainerID, NetNS: p.NetNS, IfName: p.IfName, Args: p.Args,
 		CapabilityArgs: p.CapArgs, CacheDir: cacheDir}
 }
 
-// addThroughLibcni runs a real libcni ADD of conf for p, which writes
+// AddThroughLibcni runs a real libcni ADD of conf for p, which writes
 // <cacheDir>/results/<network>-<containerID>-<ifname>, and returns the
 // calls libcni made.
-func addThroughLibcni(t testing.TB, conf, cacheDir string, p pod) []call {
+func AddThroughLibcni(t testing.TB, conf, cacheDir string, p Pod) []Call {
 	t.Helper()
-	x := &recordingExec{}
+	x := &RecordingExec{}
 	list, err := libcni.NetworkConfFromBytes([]byte(conf))
 	require.NoError(t, err)
 	cni := libcni.NewCNIConfigWithCacheDir([]string{"/opt/cni/bin"}, cacheDir, x)
-	_, err = cni.AddNetworkList(context.Background(), list, p.rt(cacheDir))
+	_, err = cni.AddNetworkList(context.Background(), list, p.RT(cacheDir))
 	require.NoError(t, err)
-	return x.take()
+	return x.Take()
 }
 
-// delThroughLibcni runs the DEL libcni itself would run with the cached
+// DelThroughLibcni runs the DEL libcni itself would run with the cached
 // conflist, and returns the calls it made.
-func delThroughLibcni(t *testing.T, cacheDir, network string, p pod) []call {
+func DelThroughLibcni(t *testing.T, cacheDir, network string, p Pod) []Call {
 	t.Helper()
-	x := &recordingExec{}
+	x := &RecordingExec{}
 	cni := libcni.NewCNIConfigWithCacheDir([]string{"/opt/cni/bin"}, cacheDir, x)
 	// The cached config is what go-cni would use if the primary were
 	// still in place; GetNetworkListCachedConfig reads it back.
-	cached, _, err := cni.GetNetworkListCachedConfig(&libcni.NetworkConfigList{Name: network}, p.rt(cacheDir))
+	cached, _, err := cni.GetNetworkListCachedConfig(&libcni.NetworkConfigList{Name: network}, p.RT(cacheDir))
 	require.NoError(t, err)
 	require.NotEmpty(t, cached)
 	list, err := libcni.NetworkConfFromBytes(cached)
 	require.NoError(t, err)
-	require.NoError(t, cni.DelNetworkList(context.Background(), list, p.rt(cacheDir)))
-	return x.take()
-}
-
-// withoutPrevResult drops prevResult from a plugin's stdin.
-func withoutPrevResult(t *testing.T, stdin string) string {
-	t.Helper()
-	var m map[string]json.RawMessage
-	require.NoError(t, json.Unmarshal([]byte(stdin), &m))
-	delete(m, "prevResult")
-	out, err := json.Marshal(m)
-	require.NoError(t, err)
-	return string(out)
+	require.NoError(t, cni.DelNetworkList(context.Background(), list, p.RT(cacheDir)))
+	return x.Take()
 }

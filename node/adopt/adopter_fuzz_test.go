@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/internal/libcnitest"
 )
 
 // ownedFs is an afero.MemMapFs whose files report an owner: every
@@ -92,16 +93,16 @@ func (o *ownedFs) LstatIfPossible(name string) (os.FileInfo, bool, error) {
 // and others cannot write, named after what it holds, and it loads back;
 // the second pass settles nothing new and reports nothing.
 func FuzzAdoptEntry(f *testing.F) {
-	real := realEntry(f)
-	good := encodeEntry(f, real)
-	name := "k8s-pod-net-" + testPod.ContainerID + "-eth0"
+	real := libcnitest.RealEntry(f)
+	good := libcnitest.EncodeEntry(f, real)
+	name := "k8s-pod-net-" + libcnitest.TestPod.ContainerID + "-eth0"
 	euid := uint32(os.Geteuid())
 	f.Add(name, good, euid, uint16(0o600))
 	f.Add(name, good, uint32(65534), uint16(0o600))
 	f.Add(name, good, euid, uint16(0o666))
 	real["config"] = "eyJjbmlWZXJzaW9uIjoiMS4wLjAiLCJuYW1lIjoiazhzLXBvZC1uZXQiLCJwbHVnaW5zIjpbeyJ0eXBlIjoiY2F0ZW5hIiwiZGVsZWdhdGVzIjpbeyJ0eXBlIjoiYnJpZGdlIn1dfV19"
-	f.Add(name, encodeEntry(f, real), euid, uint16(0o600))
-	f.Add("cni-loopback-"+testPod.ContainerID+"-lo", good, euid, uint16(0o600))
+	f.Add(name, libcnitest.EncodeEntry(f, real), euid, uint16(0o600))
+	f.Add("cni-loopback-"+libcnitest.TestPod.ContainerID+"-lo", good, euid, uint16(0o600))
 	f.Add("k8s-pod-net-x-eth0", []byte(`{"kind":"cniCacheV1","containerId":"x","ifName":"eth0","networkName":"k8s-pod-net","result":{}}`), euid, uint16(0o644))
 	f.Add("k8s-pod-net-junk-eth0", []byte("{not json"), euid, uint16(0o600))
 	f.Fuzz(func(t *testing.T, name string, data []byte, uid uint32, perm uint16) {
@@ -117,7 +118,7 @@ func FuzzAdoptEntry(f *testing.F) {
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		require.NoError(t, err)
 
-		rep, err := a.Adopt(context.Background(), []byte(primaryConf))
+		rep, err := a.Adopt(context.Background(), []byte(libcnitest.PrimaryConf))
 		require.NoError(t, err)
 		verdicts := rep.Adopted + rep.AlreadyPresent + len(rep.Skipped) + len(rep.Refused)
 		require.Equal(t, 1, verdicts, "%+v", rep)
@@ -138,7 +139,7 @@ func FuzzAdoptEntry(f *testing.F) {
 			require.NotEmpty(t, rec.Result)
 		}
 
-		again, err := a.Adopt(context.Background(), []byte(primaryConf))
+		again, err := a.Adopt(context.Background(), []byte(libcnitest.PrimaryConf))
 		require.NoError(t, err)
 		require.Equal(t, Report{}, again, "a settled entry reported again")
 	})

@@ -1,4 +1,4 @@
-package adopt
+package libcnientry
 
 import (
 	"encoding/json"

@@ -2,6 +2,7 @@ package adopt
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/internal/libcnitest"
 	"github.com/catena-cni/catena/libchain"
 )
 
@@ -42,11 +44,11 @@ func TestAdoptedTeardownRunsNetworkDirPlugins(t *testing.T) {
 			loaded, err := libcni.NetworkConfFromFile(file) // as go-cni loads it
 			require.NoError(t, err)
 
-			x := &recordingExec{}
+			x := &libcnitest.RecordingExec{}
 			cni := libcni.NewCNIConfigWithCacheDir([]string{"/opt/cni/bin"}, w.libcniDir, x)
-			_, err = cni.AddNetworkList(context.Background(), loaded, testPod.rt(w.libcniDir))
+			_, err = cni.AddNetworkList(context.Background(), loaded, libcnitest.TestPod.RT(w.libcniDir))
 			require.NoError(t, err)
-			adds := x.take()
+			adds := x.Take()
 
 			rep, err := Adopt(context.Background(), Options{
 				ResultsDir: w.resultsDir(), CacheDir: w.catenaDir, ConfList: []byte(tc.primary),
@@ -54,7 +56,7 @@ func TestAdoptedTeardownRunsNetworkDirPlugins(t *testing.T) {
 			})
 			require.NoError(t, err)
 			require.Equal(t, Report{Adopted: 1}, rep)
-			rec, err := w.store.Load(testKey)
+			rec, err := w.store.Load(libcnitest.TestKey)
 			require.NoError(t, err)
 			var steps []string
 			for i, s := range rec.Steps {
@@ -63,20 +65,31 @@ func TestAdoptedTeardownRunsNetworkDirPlugins(t *testing.T) {
 			}
 			require.Equal(t, tc.wantSteps, steps)
 
-			del := &fakeExecutor{}
+			del := &libcnitest.FakeExecutor{}
 			eng := &libchain.Engine{Store: w.store, Exec: del}
-			req := libchain.Request{Conf: catenaConf(t, tc.primary, w.catenaDir), Args: libchain.RuntimeArgs{
-				ContainerID: testPod.ContainerID, IfName: "eth0", Path: "/opt/cni/bin"}}
+			req := libchain.Request{Conf: libcnitest.CatenaConf(t, tc.primary, w.catenaDir), Args: libchain.RuntimeArgs{
+				ContainerID: libcnitest.TestPod.ContainerID, IfName: "eth0", Path: "/opt/cni/bin"}}
 			require.NoError(t, eng.Del(context.Background(), req))
-			require.NoError(t, cni.DelNetworkList(context.Background(), loaded, testPod.rt(w.libcniDir)))
-			want := x.take()
-			require.Len(t, del.calls, len(want))
+			require.NoError(t, cni.DelNetworkList(context.Background(), loaded, libcnitest.TestPod.RT(w.libcniDir)))
+			want := x.Take()
+			require.Len(t, del.Calls, len(want))
 			for i := range want {
-				assert.Equal(t, want[i].Type, del.calls[i].Type, "DEL %d", i)
-				assert.JSONEq(t, want[i].Stdin, del.calls[i].Stdin, "DEL %d (%s)", i, want[i].Type)
+				assert.Equal(t, want[i].Type, del.Calls[i].Type, "DEL %d", i)
+				assert.JSONEq(t, want[i].Stdin, del.Calls[i].Stdin, "DEL %d (%s)", i, want[i].Type)
 			}
-			_, err = w.store.Load(testKey)
+			_, err = w.store.Load(libcnitest.TestKey)
 			require.ErrorIs(t, err, cache.ErrNotFound)
 		})
 	}
+}
+
+// withoutPrevResult drops prevResult from a plugin's stdin.
+func withoutPrevResult(t *testing.T, stdin string) string {
+	t.Helper()
+	var m map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal([]byte(stdin), &m))
+	delete(m, "prevResult")
+	out, err := json.Marshal(m)
+	require.NoError(t, err)
+	return string(out)
 }

@@ -1,58 +1,24 @@
 package adopt
 
 import (
-	"encoding/base64"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/internal/libcnitest"
+	"github.com/catena-cni/catena/libchain/libcnientry"
 )
-
-// realEntry returns the libcni cache file real libcni wrote for testPod,
-// decoded, so that each case changes one thing of a genuine entry.
-func realEntry(t testing.TB) map[string]any {
-	t.Helper()
-	dir := t.TempDir()
-	addThroughLibcni(t, primaryConf, dir, testPod)
-	data, err := os.ReadFile(filepath.Join(dir, "results", "k8s-pod-net-"+testPod.ContainerID+"-eth0"))
-	require.NoError(t, err)
-	var m map[string]any
-	require.NoError(t, json.Unmarshal(data, &m))
-	require.Equal(t, "cniCacheV1", m["kind"])
-	return m
-}
-
-func encodeEntry(t testing.TB, m map[string]any) []byte {
-	t.Helper()
-	data, err := json.Marshal(m)
-	require.NoError(t, err)
-	return data
-}
-
-func withConfig(conf string) func(map[string]any) {
-	return func(m map[string]any) { m["config"] = base64.StdEncoding.EncodeToString([]byte(conf)) }
-}
-
-// Entries that are not a regular file holding a libcni entry.
-func symlinkEntry(t *testing.T, path string) { require.NoError(t, os.Symlink("/etc/hostname", path)) }
-func dirEntry(t *testing.T, path string)     { require.NoError(t, os.Mkdir(path, 0o700)) }
-func fifoEntry(t *testing.T, path string)    { require.NoError(t, syscall.Mkfifo(path, 0o600)) }
-func junkEntry(t *testing.T, path string) {
-	require.NoError(t, os.WriteFile(path, []byte("{not json"), 0o600))
-}
 
 // TestAdoptSkipsWhatItCannotTrust: every file that is not a genuine entry of
 // the primary's network is skipped with its reason, writes no record, and
 // does not stop the adoption of the genuine one.
 func TestAdoptSkipsWhatItCannotTrust(t *testing.T) {
-	base := realEntry(t)
+	base := libcnitest.RealEntry(t)
 	type fileCase struct {
 		name   string
 		create func(t *testing.T, path string) // nil: write base changed by mutate
@@ -64,13 +30,13 @@ func TestAdoptSkipsWhatItCannotTrust(t *testing.T) {
 			mutate: func(m map[string]any) { m["networkName"], m["containerId"] = "other-net", "c1" }},
 		{name: "k8s-pod-net-b-c1-eth0", reason: `of network "k8s-pod-net-b", not "k8s-pod-net"`,
 			mutate: func(m map[string]any) { m["networkName"], m["containerId"] = "k8s-pod-net-b", "c1" }},
-		{name: "k8s-pod-net-link-eth0", reason: "is a symlink", create: symlinkEntry},
-		{name: "k8s-pod-net-dir-eth0", reason: "is a directory", create: dirEntry},
-		{name: "k8s-pod-net-fifo-eth0", reason: "is not a regular file", create: fifoEntry},
+		{name: "k8s-pod-net-link-eth0", reason: "is a symlink", create: libcnitest.SymlinkEntry},
+		{name: "k8s-pod-net-dir-eth0", reason: "is a directory", create: libcnitest.DirEntry},
+		{name: "k8s-pod-net-fifo-eth0", reason: "is not a regular file", create: libcnitest.FifoEntry},
 		{name: "k8s-pod-net-big-eth0", reason: "too large", mutate: func(m map[string]any) {
-			m["containerId"], m["padding"] = "big", strings.Repeat("x", maxEntrySize)
+			m["containerId"], m["padding"] = "big", strings.Repeat("x", libcnientry.MaxSize)
 		}},
-		{name: "k8s-pod-net-junk-eth0", reason: "not a libcni cache entry", create: junkEntry},
+		{name: "k8s-pod-net-junk-eth0", reason: "not a libcni cache entry", create: libcnitest.JunkEntry},
 		{name: "k8s-pod-net-legacy-eth0", reason: `kind "" is not "cniCacheV1"`,
 			mutate: func(m map[string]any) { delete(m, "kind"); m["containerId"] = "legacy" }},
 		{name: "k8s-pod-net-c3-eth0", reason: "file name does not match its content",
@@ -87,17 +53,17 @@ func TestAdoptSkipsWhatItCannotTrust(t *testing.T) {
 		{name: "k8s-pod-net-slash-eth0", reason: `type "../bridge" is not a plain binary name`,
 			mutate: func(m map[string]any) {
 				m["containerId"] = "slash"
-				withConfig(`{"cniVersion":"1.0.0","name":"k8s-pod-net","plugins":[{"type":"../bridge"}]}`)(m)
+				libcnitest.WithConfig(`{"cniVersion":"1.0.0","name":"k8s-pod-net","plugins":[{"type":"../bridge"}]}`)(m)
 			}},
 		{name: "k8s-pod-net-viacatena-eth0", reason: "made through catena",
 			mutate: func(m map[string]any) {
 				m["containerId"] = "viacatena"
-				withConfig(`{"cniVersion":"1.0.0","name":"k8s-pod-net","plugins":[{"type":"catena","delegates":[{"type":"bridge"}]}]}`)(m)
+				libcnitest.WithConfig(`{"cniVersion":"1.0.0","name":"k8s-pod-net","plugins":[{"type":"catena","delegates":[{"type":"bridge"}]}]}`)(m)
 			}},
 		{name: "k8s-pod-net-noplugins-eth0", reason: "no inline plugins",
 			mutate: func(m map[string]any) {
 				m["containerId"] = "noplugins"
-				withConfig(`{"cniVersion":"1.0.0","name":"k8s-pod-net"}`)(m)
+				libcnitest.WithConfig(`{"cniVersion":"1.0.0","name":"k8s-pod-net"}`)(m)
 			}},
 		{name: "k8s-pod-net-nularg-eth0", reason: "cached CNI_ARGS hold a NUL byte",
 			mutate: func(m map[string]any) {
@@ -108,7 +74,7 @@ func TestAdoptSkipsWhatItCannotTrust(t *testing.T) {
 		{name: "k8s-pod-net-renamed-eth0", reason: `cached config is of network "elsewhere"`,
 			mutate: func(m map[string]any) {
 				m["containerId"] = "renamed"
-				withConfig(`{"cniVersion":"1.0.0","name":"elsewhere","plugins":[{"type":"bridge"}]}`)(m)
+				libcnitest.WithConfig(`{"cniVersion":"1.0.0","name":"elsewhere","plugins":[{"type":"bridge"}]}`)(m)
 			}},
 	}
 	w := newWorld(t)
@@ -124,12 +90,12 @@ func TestAdoptSkipsWhatItCannotTrust(t *testing.T) {
 			m[k] = v
 		}
 		c.mutate(m)
-		require.NoError(t, os.WriteFile(path, encodeEntry(t, m), 0o600))
+		require.NoError(t, os.WriteFile(path, libcnitest.EncodeEntry(t, m), 0o600))
 	}
-	good := "k8s-pod-net-" + testPod.ContainerID + "-eth0"
-	require.NoError(t, os.WriteFile(filepath.Join(w.resultsDir(), good), encodeEntry(t, base), 0o600))
+	good := "k8s-pod-net-" + libcnitest.TestPod.ContainerID + "-eth0"
+	require.NoError(t, os.WriteFile(filepath.Join(w.resultsDir(), good), libcnitest.EncodeEntry(t, base), 0o600))
 
-	rep, err := w.adopt(t, primaryConf)
+	rep, err := w.adopt(t, libcnitest.PrimaryConf)
 	require.NoError(t, err)
 	assert.Equal(t, 1, rep.Adopted)
 	assert.Zero(t, rep.AlreadyPresent)
@@ -148,5 +114,5 @@ func TestAdoptSkipsWhatItCannotTrust(t *testing.T) {
 	}
 	keys, err := w.store.List()
 	require.NoError(t, err)
-	assert.Equal(t, []cache.Key{{Network: "k8s-pod-net", ContainerID: testPod.ContainerID, IfName: "eth0"}}, keys)
+	assert.Equal(t, []cache.Key{{Network: "k8s-pod-net", ContainerID: libcnitest.TestPod.ContainerID, IfName: "eth0"}}, keys)
 }

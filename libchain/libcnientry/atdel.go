@@ -1,4 +1,4 @@
-package adopt
+package libcnientry
 
 import (
 	"context"
@@ -19,31 +19,32 @@ import (
 // AtDel adopts at DEL time: a DEL through Catena that finds no record of
 // (network, containerID, ifname) asks it for the runtime's libcni entry of
 // exactly that attachment, <resultsDir>/<network>-<containerID>-<ifname>.
-// That is the one window the Adopter's passes leave: a pod ADDed through
-// the primary after a pass (its ADD started before the runtime reloaded its
-// config) and DELeted through Catena before the next one.
+// That is the one window the agent's adoption passes (package node/adopt)
+// leave: a pod ADDed through the primary after a pass (its ADD started
+// before the runtime reloaded its config) and DELeted through Catena before
+// the next one.
 //
-// The entry is read under the Adopter's trust rules (the results dir owned
+// The entry is read under the passes' trust rules (the results dir owned
 // by Catena's euid, not writable by group or others, never reached through
 // a symlink; the entry a regular file of Catena's euid that group and
-// others cannot write, at most 1 MiB, opened with O_NOFOLLOW) and checked
-// as the Adopter checks it: of the DEL's network, named after its own
-// content, holding a result, and written by a conflist that is not
+// others cannot write, at most MaxSize bytes, opened with O_NOFOLLOW) and
+// checked as the passes check it: of the DEL's network, named after its
+// own content, holding a result, and written by a conflist that is not
 // Catena's own (an attachment added through Catena had a record). Its
-// record is built as the Adopter builds it (record.go). Anything not
-// adoptable is logged and leaves the DEL as it was: nothing to tear down.
+// record is built as theirs are (record.go). Anything not adoptable is
+// logged and leaves the DEL as it was: nothing to tear down.
 //
 // AtDel takes no lock: the DEL holds the attachment's. After the teardown,
 // the Orphan's Settle removes the entry (libcni would, right after the
-// DEL), still under that lock, so that an Adopter pass racing the DEL, once
-// it gets the lock, finds the entry gone and drops the record it wrote
-// (its confirm step), and no later pass lists it.
+// DEL), still under that lock, so that an adoption pass racing the DEL,
+// once it gets the lock, finds the entry gone and drops the record it
+// wrote (its confirm step), and no later pass lists it.
 type AtDel struct {
 	dir string
 	fs  afero.Fs
 	log *slog.Logger
-	// DirPlugins are appended to an entry's cached list, as the
-	// Adopter's Options.NetworkDirPlugins are.
+	// DirPlugins are appended to an entry's cached list unless it sets
+	// loadOnlyInlinedPlugins, as Record's dirPlugins are.
 	DirPlugins [][]byte
 }
 
@@ -97,12 +98,12 @@ func (d *AtDel) FindOrphan(key cache.Key) (*libchain.Orphan, error) {
 	case err != nil:
 		return nil, fmt.Errorf("libcni cache entry %s: %w", path, err)
 	}
-	if err := vetEntry(path, fi); errors.Is(err, cache.ErrUntrusted) {
+	if err := Vet(path, fi); errors.Is(err, cache.ErrUntrusted) {
 		return nil, d.refuse(key, path, err)
 	} else if err != nil {
 		return nil, d.skip(key, path, err)
 	}
-	data, id, err := readEntryFile(d.fs, path)
+	data, id, err := Read(d.fs, path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, nil
@@ -141,14 +142,14 @@ func recordOf(key cache.Key, name string, data []byte, fi os.FileInfo, dirPlugin
 
 // settle removes the entry once its attachment is torn down, if it is
 // still the version read, durably.
-func (d *AtDel) settle(path string, read fileID) error {
+func (d *AtDel) settle(path string, read FileID) error {
 	fi, err := cache.Lstat(d.fs, path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
 	case err != nil:
 		return fmt.Errorf("libcni cache entry %s: %w", path, err)
-	case idOf(fi) != read:
+	case IDOf(fi) != read:
 		return fmt.Errorf("libcni cache entry %s was rewritten since it was adopted: left in place", path)
 	}
 	if err := d.fs.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -163,7 +164,7 @@ func (d *AtDel) settle(path string, read fileID) error {
 // skip logs an entry not adopted; it returns nil, the DEL's error.
 func (d *AtDel) skip(key cache.Key, path string, why error) error {
 	level := slog.LevelWarn
-	if errors.Is(why, errCatenaOwn) {
+	if errors.Is(why, ErrCatenaOwn) {
 		level = slog.LevelDebug
 	}
 	d.log.Log(context.Background(), level, "DEL found no record; the libcni cache entry of the attachment is not adopted",

@@ -1,4 +1,4 @@
-package adopt
+package libcnientry
 
 import (
 	"encoding/json"
@@ -7,9 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
-	"sort"
-	"strings"
 	"syscall"
 	"time"
 
@@ -20,9 +17,9 @@ import (
 	"github.com/catena-cni/catena/libchain"
 )
 
-// maxEntrySize bounds what is read of one cache file. Real entries hold a
-// conflist and a result: a few KB.
-const maxEntrySize = 1 << 20
+// MaxSize bounds what is read of one cache entry: a larger file is not
+// adopted. Real entries hold a conflist and a result: a few KB.
+const MaxSize = 1 << 20
 
 // entry is one libcni cache file: the fields of libcni's cachedInfo
 // (libcni/api.go), kept raw where Catena only passes them on.
@@ -43,84 +40,30 @@ type entry struct {
 	modTime time.Time
 }
 
-// candidate is a cache file that may belong to the network: libcni names it
-// <network>-<containerID>-<ifname>.
-type candidate struct {
-	name string
-	info os.FileInfo
-}
-
-// fileID identifies one version of a cache file: libcni rewrites an entry
+// FileID identifies one version of a cache file: libcni rewrites an entry
 // in place (os.WriteFile), which changes its size or times; a chmod or
 // chown changes its ctime. Filesystems without a stat_t (the tests') have
-// only size and mtime.
-type fileID struct {
+// only size and mtime. FileIDs are comparable.
+type FileID struct {
 	ino          uint64
 	size         int64
 	mtime, ctime int64
 }
 
-func idOf(fi os.FileInfo) fileID {
-	id := fileID{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+// IDOf returns the identity of the version of the file fi describes.
+func IDOf(fi os.FileInfo) FileID {
+	id := FileID{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		id.ino, id.ctime = st.Ino, st.Ctim.Nano()
 	}
 	return id
 }
 
-// scan lists the results dir and returns the files of the network not
-// settled yet, sorted; every other file not settled yet is skipped or
-// refused (and settled). Settled files that are gone are forgotten. A
-// missing dir holds nothing; an untrusted one is an error.
-func (p *pass) scan() ([]candidate, error) {
-	dir := p.opts.ResultsDir
-	infos, err := afero.ReadDir(p.fs, dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		clear(p.settled)
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading the libcni cache %s: %w", dir, err)
-	}
-	sort.Slice(infos, func(i, j int) bool { return infos[i].Name() < infos[j].Name() })
-	listed := make(map[string]bool, len(infos))
-	var out []candidate
-	for _, fi := range infos {
-		name := fi.Name()
-		listed[name] = true
-		id := idOf(fi)
-		if old, ok := p.settled[name]; ok && old == id {
-			continue
-		}
-		if !strings.HasPrefix(name, p.network+"-") {
-			p.settle(name, id)
-			p.skip(name, errors.New("not of network "+p.network), true)
-			continue
-		}
-		if err := vetEntry(filepath.Join(dir, name), fi); err != nil {
-			p.settle(name, id)
-			if errors.Is(err, cache.ErrUntrusted) {
-				p.refuse(name, err)
-			} else {
-				p.skip(name, err, false)
-			}
-			continue
-		}
-		out = append(out, candidate{name: name, info: fi})
-	}
-	for name := range p.settled {
-		if !listed[name] {
-			delete(p.settled, name)
-		}
-	}
-	return out, nil
-}
-
-// vetEntry checks an lstat of the entry at path before it is read: an
-// error wrapping cache.ErrUntrusted when another user could have written
-// it (the entry is refused), another error when it is not a regular file
-// of bounded size (skipped), nil when it may be read.
-func vetEntry(path string, fi os.FileInfo) error {
+// Vet checks fi, an lstat of the entry at path, before the entry is read:
+// an error wrapping cache.ErrUntrusted when another user could have
+// written it (the entry is refused), another error when it is not a
+// regular file of at most MaxSize bytes (skipped), nil when it may be read.
+func Vet(path string, fi os.FileInfo) error {
 	if why := checkEntryInfo(fi); why != "" {
 		return errors.New(why)
 	}
@@ -138,37 +81,38 @@ func checkEntryInfo(fi os.FileInfo) string {
 		return "is a directory"
 	case !mode.IsRegular():
 		return fmt.Sprintf("is not a regular file (%s)", mode.Type())
-	case fi.Size() > maxEntrySize:
-		return fmt.Sprintf("too large (%d bytes, at most %d)", fi.Size(), maxEntrySize)
+	case fi.Size() > MaxSize:
+		return fmt.Sprintf("too large (%d bytes, at most %d)", fi.Size(), MaxSize)
 	}
 	return ""
 }
 
-// readEntryFile reads at most maxEntrySize bytes of the regular file at
-// path without following a symlink swapped in after the listing or
-// blocking on a FIFO, and returns them with the identity of what was read
-// (its fstat). A file another user could have written is an error wrapping
-// cache.ErrUntrusted.
-func readEntryFile(fsys afero.Fs, path string) ([]byte, fileID, error) {
-	f, _, err := libchain.OpenRegular(fsys, path, maxEntrySize, true)
+// Read reads the entry at path through fsys (a cache.TrustedFs on the real
+// disk), at most MaxSize bytes of a regular file, without following a
+// symlink swapped in after the listing or blocking on a FIFO, and returns
+// them with the identity of what was read (its fstat). A file another user
+// could have written is an error wrapping cache.ErrUntrusted; a file gone
+// since the listing one wrapping fs.ErrNotExist.
+func Read(fsys afero.Fs, path string) ([]byte, FileID, error) {
+	f, _, err := libchain.OpenRegular(fsys, path, MaxSize, true)
 	if err != nil {
-		return nil, fileID{}, err
+		return nil, FileID{}, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, fileID{}, fmt.Errorf("stat %s: %w", path, err)
+		return nil, FileID{}, fmt.Errorf("stat %s: %w", path, err)
 	}
-	id := idOf(fi)
+	id := IDOf(fi)
 	if err := cache.CheckPrivateFile(path, fi); err != nil {
 		return nil, id, err
 	}
-	data, err := io.ReadAll(io.LimitReader(f, maxEntrySize+1))
+	data, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
 	switch {
 	case err != nil:
 		return nil, id, fmt.Errorf("read %s: %w", path, err)
-	case len(data) > maxEntrySize:
-		return nil, id, fmt.Errorf("%s is larger than %d bytes", path, maxEntrySize)
+	case len(data) > MaxSize:
+		return nil, id, fmt.Errorf("%s is larger than %d bytes", path, MaxSize)
 	}
 	return data, id, nil
 }

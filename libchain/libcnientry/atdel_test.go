@@ -1,8 +1,8 @@
-package adopt
+package libcnientry
 
 import (
+	"bytes"
 	"context"
-	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -14,8 +14,26 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/internal/libcnitest"
 	"github.com/catena-cni/catena/libchain"
 )
+
+// world is a libcni cache dir and a Catena cache dir on the real filesystem.
+type world struct {
+	libcniDir, catenaDir string
+	store                *cache.DiskStore
+	log                  *bytes.Buffer
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	root := t.TempDir()
+	w := &world{libcniDir: filepath.Join(root, "libcni"), catenaDir: filepath.Join(root, "catena"), log: &bytes.Buffer{}}
+	w.store = cache.NewDiskStore(afero.NewOsFs(), w.catenaDir, cache.NewFlockLocker(filepath.Join(w.catenaDir, cache.LocksDir)))
+	return w
+}
+
+func (w *world) resultsDir() string { return filepath.Join(w.libcniDir, "results") }
 
 // atDel returns the AtDel the catena plugin builds from libcniResultsDir,
 // logging at debug level into w.log.
@@ -32,28 +50,12 @@ func (w *world) engine(t *testing.T, x libchain.Executor) (*libchain.Engine, lib
 	t.Helper()
 	today := `{"cniVersion":"1.0.0","name":"k8s-pod-net","plugins":[{"type":"bridge","bridge":"cni1"}]}`
 	eng := &libchain.Engine{Store: w.store, Exec: x, Orphans: w.atDel(t), Log: slog.New(slog.NewTextHandler(w.log, nil))}
-	return eng, libchain.Request{Conf: catenaConf(t, today, w.catenaDir), Args: libchain.RuntimeArgs{
-		ContainerID: testPod.ContainerID, IfName: "eth0", Path: "/opt/cni/bin"}}
+	return eng, libchain.Request{Conf: libcnitest.CatenaConf(t, today, w.catenaDir), Args: libchain.RuntimeArgs{
+		ContainerID: libcnitest.TestPod.ContainerID, IfName: "eth0", Path: "/opt/cni/bin"}}
 }
 
 func (w *world) entryPath() string {
-	return filepath.Join(w.resultsDir(), "k8s-pod-net-"+testPod.ContainerID+"-eth0")
-}
-
-// failingExec fails every DEL of one delegate type.
-type failingExec struct {
-	fakeExecutor
-	fail string
-}
-
-func (f *failingExec) Run(ctx context.Context, c libchain.Call) error {
-	if err := f.fakeExecutor.Run(ctx, c); err != nil {
-		return err
-	}
-	if c.Verb == "DEL" && c.Type == f.fail {
-		return errors.New(c.Type + " failed on purpose")
-	}
-	return nil
+	return filepath.Join(w.resultsDir(), "k8s-pod-net-"+libcnitest.TestPod.ContainerID+"-eth0")
 }
 
 // TestDelAdoptsLibcniEntry is issue 24 §2.B's last window: a pod ADDed
@@ -63,28 +65,28 @@ func (f *failingExec) Run(ctx context.Context, c libchain.Call) error {
 // libcni's entry; no record is left. A repeated DEL does nothing.
 func TestDelAdoptsLibcniEntry(t *testing.T) {
 	ref := t.TempDir()
-	addThroughLibcni(t, primaryConf, ref, testPod)
-	want := delThroughLibcni(t, ref, "k8s-pod-net", testPod)
+	libcnitest.AddThroughLibcni(t, libcnitest.PrimaryConf, ref, libcnitest.TestPod)
+	want := libcnitest.DelThroughLibcni(t, ref, "k8s-pod-net", libcnitest.TestPod)
 	require.Len(t, want, 3)
 
 	w := newWorld(t)
-	addThroughLibcni(t, primaryConf, w.libcniDir, testPod)
-	x := &fakeExecutor{}
+	libcnitest.AddThroughLibcni(t, libcnitest.PrimaryConf, w.libcniDir, libcnitest.TestPod)
+	x := &libcnitest.FakeExecutor{}
 	eng, req := w.engine(t, x)
 	require.NoError(t, eng.Del(context.Background(), req))
-	require.Len(t, x.calls, len(want))
+	require.Len(t, x.Calls, len(want))
 	for i := range want {
-		assert.Equal(t, want[i].Type, x.calls[i].Type)
-		assert.JSONEq(t, want[i].Stdin, x.calls[i].Stdin, "DEL %d (%s)", i, want[i].Type)
+		assert.Equal(t, want[i].Type, x.Calls[i].Type)
+		assert.JSONEq(t, want[i].Stdin, x.Calls[i].Stdin, "DEL %d (%s)", i, want[i].Type)
 	}
-	_, err := w.store.Load(testKey)
+	_, err := w.store.Load(libcnitest.TestKey)
 	require.ErrorIs(t, err, cache.ErrNotFound)
 	_, err = os.Lstat(w.entryPath())
 	require.ErrorIs(t, err, os.ErrNotExist, "libcni's entry of a torn-down attachment left: %s", w.log)
 
-	x.calls = nil
+	x.Calls = nil
 	require.NoError(t, eng.Del(context.Background(), req), "repeated DEL")
-	assert.Empty(t, x.calls)
+	assert.Empty(t, x.Calls)
 }
 
 // TestDelAdoptionSkips: a DEL with no record adopts nothing it cannot use
@@ -92,32 +94,32 @@ func TestDelAdoptsLibcniEntry(t *testing.T) {
 // same file name) and leaves the entry alone; the DEL succeeds with
 // nothing invoked, as before. A missing entry or results dir is silent.
 func TestDelAdoptionSkips(t *testing.T) {
-	base := realEntry(t)
+	base := libcnitest.RealEntry(t)
 	cases := []struct {
 		name   string
 		create func(t *testing.T, path string) // nil: write base changed by mutate
 		mutate func(m map[string]any)
 		reason string
 	}{
-		{name: "made through catena", reason: "made through catena", mutate: withConfig(
+		{name: "made through catena", reason: "made through catena", mutate: libcnitest.WithConfig(
 			`{"cniVersion":"1.0.0","name":"k8s-pod-net","plugins":[{"type":"catena","delegates":[{"type":"bridge"}]}]}`)},
-		{name: "symlink", reason: "is a symlink", create: symlinkEntry},
-		{name: "directory", reason: "is a directory", create: dirEntry},
-		{name: "fifo", reason: "is not a regular file", create: fifoEntry},
+		{name: "symlink", reason: "is a symlink", create: libcnitest.SymlinkEntry},
+		{name: "directory", reason: "is a directory", create: libcnitest.DirEntry},
+		{name: "fifo", reason: "is not a regular file", create: libcnitest.FifoEntry},
 		{name: "too large", reason: "too large", create: func(t *testing.T, path string) {
 			require.NoError(t, os.WriteFile(path, nil, 0o600))
-			require.NoError(t, os.Truncate(path, maxEntrySize+1))
+			require.NoError(t, os.Truncate(path, MaxSize+1))
 		}},
-		{name: "junk", reason: "not a libcni cache entry", create: junkEntry},
+		{name: "junk", reason: "not a libcni cache entry", create: libcnitest.JunkEntry},
 		{name: "legacy", reason: `kind "" is not "cniCacheV1"`, mutate: func(m map[string]any) { delete(m, "kind") }},
 		{name: "no result", reason: "no cached result", mutate: func(m map[string]any) { delete(m, "result") }},
 		{name: "another container", reason: "file name does not match its content", mutate: func(m map[string]any) { m["containerId"] = "c2" }},
 		{name: "another split of the name", reason: `an entry of container "pod-a", ifname "0123456789abcdef-eth0"`,
 			mutate: func(m map[string]any) { m["containerId"], m["ifName"] = "pod-a", "0123456789abcdef-eth0" }},
 		{name: "type with slash", reason: `type "../bridge" is not a plain binary name`,
-			mutate: withConfig(`{"cniVersion":"1.0.0","name":"k8s-pod-net","plugins":[{"type":"../bridge"}]}`)},
+			mutate: libcnitest.WithConfig(`{"cniVersion":"1.0.0","name":"k8s-pod-net","plugins":[{"type":"../bridge"}]}`)},
 		{name: "renamed network", reason: `cached config is of network "elsewhere"`,
-			mutate: withConfig(`{"cniVersion":"1.0.0","name":"elsewhere","plugins":[{"type":"bridge"}]}`)},
+			mutate: libcnitest.WithConfig(`{"cniVersion":"1.0.0","name":"elsewhere","plugins":[{"type":"bridge"}]}`)},
 		{name: "NUL in CNI_ARGS", reason: "cached CNI_ARGS hold a NUL byte",
 			mutate: func(m map[string]any) { m["cniArgs"] = [][2]string{{"K8S_POD_NAME", "a\x00b"}} }},
 	}
@@ -134,27 +136,27 @@ func TestDelAdoptionSkips(t *testing.T) {
 					m[k] = v
 				}
 				c.mutate(m)
-				require.NoError(t, os.WriteFile(path, encodeEntry(t, m), 0o600))
+				require.NoError(t, os.WriteFile(path, libcnitest.EncodeEntry(t, m), 0o600))
 			}
-			x := &fakeExecutor{}
+			x := &libcnitest.FakeExecutor{}
 			eng, req := w.engine(t, x)
 			require.NoError(t, eng.Del(context.Background(), req))
-			assert.Empty(t, x.calls)
+			assert.Empty(t, x.Calls)
 			assert.Contains(t, w.log.String(), "is not adopted")
 			assert.Contains(t, strings.ReplaceAll(w.log.String(), `\"`, `"`), c.reason, "the text handler quotes the reason")
 			_, err := os.Lstat(path)
 			require.NoError(t, err, "an entry not adopted is the runtime's to remove")
-			_, err = w.store.Load(testKey)
+			_, err = w.store.Load(libcnitest.TestKey)
 			require.ErrorIs(t, err, cache.ErrNotFound)
 		})
 	}
 	t.Run("no entry, no results dir", func(t *testing.T) {
 		w := newWorld(t)
 		for range 2 {
-			x := &fakeExecutor{}
+			x := &libcnitest.FakeExecutor{}
 			eng, req := w.engine(t, x)
 			require.NoError(t, eng.Del(context.Background(), req))
-			assert.Empty(t, x.calls)
+			assert.Empty(t, x.Calls)
 			require.NoError(t, os.MkdirAll(w.resultsDir(), 0o700))
 		}
 		assert.NotContains(t, w.log.String(), "adopt")
@@ -183,14 +185,14 @@ func TestAtDelRefusesBadInput(t *testing.T) {
 // another uid owns or group or others can write, or any entry of a results
 // dir anybody can write, is refused and logged; nothing is torn down.
 func TestDelAdoptionRefusesUntrusted(t *testing.T) {
-	requireRootForChown(t)
+	libcnitest.RequireRootForChown(t)
 	cases := []struct {
 		name       string
 		uid        int
 		perm, dir  os.FileMode
 		wantReason string
 	}{
-		{"entry of another uid", nobody, 0o600, 0o700, "is owned by uid 65534"},
+		{"entry of another uid", libcnitest.Nobody, 0o600, 0o700, "is owned by uid 65534"},
 		{"entry writable by others", 0, 0o662, 0o700, "is writable by group or others"},
 		{"results dir writable by others", 0, 0o600, 0o777, "writable by group or others"},
 	}
@@ -198,78 +200,18 @@ func TestDelAdoptionRefusesUntrusted(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			w := newWorld(t)
 			require.NoError(t, os.MkdirAll(w.resultsDir(), 0o700))
-			name := w.plant(t, testPod.ContainerID, c.uid, c.perm)
+			name := libcnitest.Plant(t, w.resultsDir(), libcnitest.TestPod.ContainerID, c.uid, c.perm)
 			require.NoError(t, os.Chmod(w.resultsDir(), c.dir))
-			x := &fakeExecutor{}
+			x := &libcnitest.FakeExecutor{}
 			eng, req := w.engine(t, x)
 			require.NoError(t, eng.Del(context.Background(), req))
-			assert.Empty(t, x.calls)
+			assert.Empty(t, x.Calls)
 			assert.Contains(t, w.log.String(), "is refused")
 			assert.Contains(t, w.log.String(), c.wantReason)
 			_, err := os.Lstat(filepath.Join(w.resultsDir(), name))
 			require.NoError(t, err)
-			_, err = w.store.Load(testKey)
+			_, err = w.store.Load(libcnitest.TestKey)
 			require.ErrorIs(t, err, cache.ErrNotFound)
-		})
-	}
-}
-
-// lockHook runs before, once, ahead of the first Lock: the DEL that gets
-// the attachment's lock while an Adopter pass has read the entry.
-type lockHook struct {
-	cache.Store
-	before func()
-}
-
-func (s *lockHook) Lock(ctx context.Context, key cache.Key, who cache.Holder) (cache.Unlocker, error) {
-	if b := s.before; b != nil {
-		s.before = nil
-		b()
-	}
-	return s.Store.Lock(ctx, key, who)
-}
-
-// TestDelAdoptionRacesAdopter: an Adopter pass that read the entry before
-// a DEL took the attachment's lock finds, once it gets the lock, the entry
-// gone, and drops the record it wrote: the attachment is not adopted
-// twice, and no later pass brings it back. If the DEL fails, its record
-// stays as the DEL left it (needs-teardown), and the pass finds it.
-func TestDelAdoptionRacesAdopter(t *testing.T) {
-	for _, fail := range []string{"", "portmap"} {
-		t.Run("failing "+fail, func(t *testing.T) {
-			w := newWorld(t)
-			addThroughLibcni(t, primaryConf, w.libcniDir, testPod)
-			x := &failingExec{fail: fail}
-			eng, req := w.engine(t, x)
-			var delErr error
-			store := &lockHook{
-				Store:  cache.NewDiskStore(afero.NewOsFs(), w.catenaDir, cache.NewFlockLocker(filepath.Join(w.catenaDir, cache.LocksDir))),
-				before: func() { delErr = eng.Del(context.Background(), req) },
-			}
-			a, err := New(Options{ResultsDir: w.resultsDir(), CacheDir: w.catenaDir, Store: store,
-				Logger: slog.New(slog.NewTextHandler(w.log, nil))})
-			require.NoError(t, err)
-
-			rep := w.pass(t, a)
-			require.NotEmpty(t, x.calls, "the DEL ran inside the pass")
-			if fail == "" {
-				require.NoError(t, delErr)
-				assert.Zero(t, rep.Adopted)
-				require.Len(t, rep.Skipped, 1)
-				assert.Contains(t, rep.Skipped[0], "deleted by the runtime during adoption")
-				_, err = w.store.Load(testKey)
-				require.ErrorIs(t, err, cache.ErrNotFound, "a torn-down attachment adopted again")
-				assert.Equal(t, Report{}, w.pass(t, a))
-				return
-			}
-			require.Error(t, delErr)
-			assert.Equal(t, Report{AlreadyPresent: 1}, rep)
-			rec, err := w.store.Load(testKey)
-			require.NoError(t, err)
-			assert.Equal(t, cache.PhaseNeedsTeardown, rec.Phase, "the DEL's record overwritten")
-			assert.True(t, strings.Contains(rec.LastError, "portmap failed on purpose"), rec.LastError)
-			_, err = os.Lstat(w.entryPath())
-			require.NoError(t, err, "the entry of an attachment still held removed")
 		})
 	}
 }

@@ -1,10 +1,11 @@
-package adopt
+package libcnientry
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/cni/pkg/types/create"
@@ -12,10 +13,27 @@ import (
 	"github.com/catena-cni/catena/cache"
 )
 
-// errCatenaOwn marks an entry made through Catena itself: Catena keeps its
+// ErrCatenaOwn marks an entry made through Catena itself: Catena keeps its
 // own record of it, and adopting it could resurrect a record that a DEL has
-// just removed (libcni drops its cache file only after the DEL).
-var errCatenaOwn = errors.New("made through catena, which keeps its own record")
+// just removed (libcni drops its cache file only after the DEL). Such an
+// entry is skipped quietly.
+var ErrCatenaOwn = errors.New("made through catena, which keeps its own record")
+
+// Record renders data, the content of the cache file name that libcni
+// wrote at modTime, as the record a Catena ADD on network would have left
+// (see buildRecord), dirPlugins being the network dir's plugins. An error
+// is a reason not to adopt the file: it is not a libcni entry of network
+// named after its own content and holding a result; its record could not
+// be torn down (a delegate type that is not a plain binary name, a NUL in
+// what becomes the environment, a result that does not convert); or it
+// was made through Catena itself (ErrCatenaOwn).
+func Record(name string, data []byte, modTime time.Time, network string, dirPlugins [][]byte) (*cache.Record, error) {
+	e, err := parseEntry(name, data, modTime, network)
+	if err != nil {
+		return nil, err
+	}
+	return buildRecord(e, dirPlugins)
+}
 
 // buildRecord renders e as the record a Catena ADD would have left: every
 // delegate added, each with the config libcni sent it, the last one with
@@ -79,7 +97,7 @@ func buildStep(i int, list *libcni.NetworkConfigList, p *libcni.PluginConfig, e 
 		return cache.Step{}, fmt.Errorf("plugin %d: %w", i, err)
 	}
 	if typ == "catena" {
-		return cache.Step{}, errCatenaOwn
+		return cache.Step{}, ErrCatenaOwn
 	}
 	conf, err := addConfig(list.Name, list.CNIVersion, p, e.CapabilityArgs)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/internal/libcnitest"
 )
 
 // adopter returns an Adopter as catena-agent builds it.
@@ -25,7 +26,7 @@ func (w *world) adopter(t *testing.T) *Adopter {
 // pass runs one pass of a on the primary.
 func (w *world) pass(t *testing.T, a *Adopter) Report {
 	t.Helper()
-	rep, err := a.Adopt(context.Background(), []byte(primaryConf))
+	rep, err := a.Adopt(context.Background(), []byte(libcnitest.PrimaryConf))
 	require.NoError(t, err)
 	return rep
 }
@@ -38,21 +39,21 @@ func (w *world) pass(t *testing.T, a *Adopter) Report {
 func TestAdopterAdoptsLaterEntries(t *testing.T) {
 	w := newWorld(t)
 	a := w.adopter(t)
-	addThroughLibcni(t, primaryConf, w.libcniDir, testPod)
+	libcnitest.AddThroughLibcni(t, libcnitest.PrimaryConf, w.libcniDir, libcnitest.TestPod)
 	assert.Equal(t, Report{Adopted: 1}, w.pass(t, a))
 
-	b := testPod
+	b := libcnitest.TestPod
 	b.ContainerID = "pod-b"
-	addThroughLibcni(t, primaryConf, w.libcniDir, b)
+	libcnitest.AddThroughLibcni(t, libcnitest.PrimaryConf, w.libcniDir, b)
 	assert.Equal(t, Report{Adopted: 1}, w.pass(t, a), "b, ADDed after the first pass")
 	assert.Equal(t, Report{}, w.pass(t, a), "nothing new")
 
-	via := testPod
+	via := libcnitest.TestPod
 	via.ContainerID = "pod-via-catena"
-	m := realEntry(t)
+	m := libcnitest.RealEntry(t)
 	m["containerId"] = via.ContainerID
-	withConfig(`{"cniVersion":"1.0.0","name":"k8s-pod-net","plugins":[{"type":"catena","delegates":[{"type":"bridge"}]}]}`)(m)
-	require.NoError(t, os.WriteFile(filepath.Join(w.resultsDir(), "k8s-pod-net-pod-via-catena-eth0"), encodeEntry(t, m), 0o600))
+	libcnitest.WithConfig(`{"cniVersion":"1.0.0","name":"k8s-pod-net","plugins":[{"type":"catena","delegates":[{"type":"bridge"}]}]}`)(m)
+	require.NoError(t, os.WriteFile(filepath.Join(w.resultsDir(), "k8s-pod-net-pod-via-catena-eth0"), libcnitest.EncodeEntry(t, m), 0o600))
 	rep := w.pass(t, a)
 	assert.Zero(t, rep.Adopted)
 	require.Len(t, rep.Skipped, 1)
@@ -61,9 +62,9 @@ func TestAdopterAdoptsLaterEntries(t *testing.T) {
 
 	// A DEL through Catena removes the record, then libcni the entry: a
 	// pass in between must not adopt it again.
-	require.NoError(t, w.store.Remove(testKey))
+	require.NoError(t, w.store.Remove(libcnitest.TestKey))
 	assert.Equal(t, Report{}, w.pass(t, a))
-	_, err := w.store.Load(testKey)
+	_, err := w.store.Load(libcnitest.TestKey)
 	require.ErrorIs(t, err, cache.ErrNotFound, "a deleted attachment's record brought back")
 
 	// A file rewritten in place is a new ADD: looked at again.

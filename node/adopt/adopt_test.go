@@ -9,28 +9,14 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/containernetworking/cni/pkg/types"
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/internal/libcnitest"
 	"github.com/catena-cni/catena/libchain"
 )
-
-// fakeExecutor records what Catena's engine invokes.
-type fakeExecutor struct{ calls []call }
-
-var _ libchain.Executor = (*fakeExecutor)(nil)
-
-func (f *fakeExecutor) Add(context.Context, libchain.Call) (types.Result, error) {
-	panic("adopted attachments are never added")
-}
-
-func (f *fakeExecutor) Run(_ context.Context, c libchain.Call) error {
-	f.calls = append(f.calls, call{Verb: c.Verb, Type: c.Type, Stdin: string(c.Config)})
-	return nil
-}
 
 // world is a libcni cache dir and a Catena cache dir on the real filesystem.
 type world struct {
@@ -59,50 +45,24 @@ func (w *world) adopt(t *testing.T, conf string) (Report, error) {
 	})
 }
 
-// catenaConf wraps conf's plugins as Catena's delegates, as the agent does.
-func catenaConf(t *testing.T, conf, cacheDir string) *libchain.NetConf {
-	t.Helper()
-	var m map[string]json.RawMessage
-	require.NoError(t, json.Unmarshal([]byte(conf), &m))
-	wrapped, err := json.Marshal(map[string]any{
-		"cniVersion": m["cniVersion"], "name": m["name"], "type": "catena", "cacheDir": cacheDir,
-		"capabilities": map[string]bool{"portMappings": true, "mac": true}, "delegates": m["plugins"],
-	})
-	require.NoError(t, err)
-	nc, err := libchain.ParseConfig(wrapped)
-	require.NoError(t, err)
-	return nc
-}
-
-var testPod = pod{
-	// Container IDs may contain '-': the file name alone is ambiguous.
-	ContainerID: "pod-a-0123456789abcdef", IfName: "eth0", NetNS: "/var/run/netns/cni-1234",
-	Args: [][2]string{{"K8S_POD_NAMESPACE", "default"}, {"K8S_POD_NAME", "web-1"}},
-	CapArgs: map[string]any{
-		"portMappings": []map[string]any{{"hostPort": 8080, "containerPort": 80, "protocol": "tcp"}},
-		"bandwidth":    map[string]any{"ingressRate": 1000}, // declared false: must not reach portmap
-		"mac":          "0a:58:0a:16:00:05",
-	},
-}
-
 // TestAdoptRecordsWhatLibcniSent: the adopted record holds, per delegate,
 // exactly the config real libcni sent it on ADD (prevResult aside), every
 // step added, the cached result on the last step and the record.
 func TestAdoptRecordsWhatLibcniSent(t *testing.T) {
 	w := newWorld(t)
-	adds := addThroughLibcni(t, primaryConf, w.libcniDir, testPod)
+	adds := libcnitest.AddThroughLibcni(t, libcnitest.PrimaryConf, w.libcniDir, libcnitest.TestPod)
 	require.Len(t, adds, 3)
 
-	rep, err := w.adopt(t, primaryConf)
+	rep, err := w.adopt(t, libcnitest.PrimaryConf)
 	require.NoError(t, err)
 	assert.Equal(t, Report{Adopted: 1}, rep)
 
-	key := cache.Key{Network: "k8s-pod-net", ContainerID: testPod.ContainerID, IfName: "eth0"}
+	key := cache.Key{Network: "k8s-pod-net", ContainerID: libcnitest.TestPod.ContainerID, IfName: "eth0"}
 	rec, err := w.store.Load(key)
 	require.NoError(t, err)
 	assert.Equal(t, cache.PhaseComplete, rec.Phase)
 	assert.Equal(t, "1.0.0", rec.CNIVersion)
-	assert.Equal(t, testPod.NetNS, rec.NetNS)
+	assert.Equal(t, libcnitest.TestPod.NetNS, rec.NetNS)
 	assert.Equal(t, "K8S_POD_NAMESPACE=default;K8S_POD_NAME=web-1", rec.Args)
 	require.Len(t, rec.Steps, 3)
 	for i, s := range rec.Steps {
@@ -132,27 +92,27 @@ func TestAdoptRecordsWhatLibcniSent(t *testing.T) {
 // from today's primary) to show that the cached config is what counts.
 func TestAdoptedTeardownEqualsLibcniDel(t *testing.T) {
 	w := newWorld(t)
-	addThroughLibcni(t, primaryConf, w.libcniDir, testPod)
-	_, err := w.adopt(t, primaryConf)
+	libcnitest.AddThroughLibcni(t, libcnitest.PrimaryConf, w.libcniDir, libcnitest.TestPod)
+	_, err := w.adopt(t, libcnitest.PrimaryConf)
 	require.NoError(t, err)
 
 	today := `{"cniVersion":"1.0.0","name":"k8s-pod-net","plugins":[{"type":"bridge","bridge":"cni1"}]}`
-	x := &fakeExecutor{}
+	x := &libcnitest.FakeExecutor{}
 	eng := &libchain.Engine{Store: w.store, Exec: x}
-	req := libchain.Request{Conf: catenaConf(t, today, w.catenaDir), Args: libchain.RuntimeArgs{
-		ContainerID: testPod.ContainerID, IfName: "eth0", Path: "/opt/cni/bin"}}
+	req := libchain.Request{Conf: libcnitest.CatenaConf(t, today, w.catenaDir), Args: libchain.RuntimeArgs{
+		ContainerID: libcnitest.TestPod.ContainerID, IfName: "eth0", Path: "/opt/cni/bin"}}
 	require.NoError(t, eng.Del(context.Background(), req))
 
-	want := delThroughLibcni(t, w.libcniDir, "k8s-pod-net", testPod)
+	want := libcnitest.DelThroughLibcni(t, w.libcniDir, "k8s-pod-net", libcnitest.TestPod)
 	require.Len(t, want, 3)
-	require.Len(t, x.calls, len(want))
+	require.Len(t, x.Calls, len(want))
 	for i := range want {
-		assert.Equal(t, want[i].Verb, x.calls[i].Verb)
-		assert.Equal(t, want[i].Type, x.calls[i].Type)
-		assert.JSONEq(t, want[i].Stdin, x.calls[i].Stdin, "DEL %d (%s)", i, want[i].Type)
+		assert.Equal(t, want[i].Verb, x.Calls[i].Verb)
+		assert.Equal(t, want[i].Type, x.Calls[i].Type)
+		assert.JSONEq(t, want[i].Stdin, x.Calls[i].Stdin, "DEL %d (%s)", i, want[i].Type)
 	}
-	assert.Equal(t, []string{"tuning", "portmap", "bridge"}, []string{x.calls[0].Type, x.calls[1].Type, x.calls[2].Type})
-	_, err = w.store.Load(cache.Key{Network: "k8s-pod-net", ContainerID: testPod.ContainerID, IfName: "eth0"})
+	assert.Equal(t, []string{"tuning", "portmap", "bridge"}, []string{x.Calls[0].Type, x.Calls[1].Type, x.Calls[2].Type})
+	_, err = w.store.Load(cache.Key{Network: "k8s-pod-net", ContainerID: libcnitest.TestPod.ContainerID, IfName: "eth0"})
 	require.ErrorIs(t, err, cache.ErrNotFound)
 }
 
@@ -160,19 +120,19 @@ func TestAdoptedTeardownEqualsLibcniDel(t *testing.T) {
 // byte for byte alone.
 func TestAdoptIsIdempotent(t *testing.T) {
 	w := newWorld(t)
-	addThroughLibcni(t, primaryConf, w.libcniDir, testPod)
-	other := testPod
+	libcnitest.AddThroughLibcni(t, libcnitest.PrimaryConf, w.libcniDir, libcnitest.TestPod)
+	other := libcnitest.TestPod
 	other.ContainerID, other.IfName = "b1", "net1"
-	addThroughLibcni(t, primaryConf, w.libcniDir, other)
+	libcnitest.AddThroughLibcni(t, libcnitest.PrimaryConf, w.libcniDir, other)
 
-	rep, err := w.adopt(t, primaryConf)
+	rep, err := w.adopt(t, libcnitest.PrimaryConf)
 	require.NoError(t, err)
 	require.Equal(t, Report{Adopted: 2}, rep)
 	key := cache.Key{Network: "k8s-pod-net", ContainerID: "b1", IfName: "net1"}
 	before, err := os.ReadFile(w.store.Path(key))
 	require.NoError(t, err)
 
-	rep, err = w.adopt(t, primaryConf)
+	rep, err = w.adopt(t, libcnitest.PrimaryConf)
 	require.NoError(t, err)
 	assert.Equal(t, Report{AlreadyPresent: 2}, rep)
 	after, err := os.ReadFile(w.store.Path(key))

@@ -10,30 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/internal/libcnitest"
 )
-
-// nobody is the uid of a user other than Catena's.
-const nobody = 65534
-
-func requireRootForChown(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("planting a file of another uid needs root")
-	}
-}
-
-// plant writes a genuine entry of container id, owned by uid with perm.
-func (w *world) plant(t *testing.T, id string, uid int, perm os.FileMode) string {
-	t.Helper()
-	m := realEntry(t)
-	m["containerId"] = id
-	name := "k8s-pod-net-" + id + "-eth0"
-	path := filepath.Join(w.resultsDir(), name)
-	require.NoError(t, os.WriteFile(path, encodeEntry(t, m), 0o600))
-	require.NoError(t, os.Chown(path, uid, uid))
-	require.NoError(t, os.Chmod(path, perm))
-	return name
-}
 
 // TestAdoptRefusesUntrustedResultsDir is issue 24 §2.I: an entry planted by
 // another user in a results dir anybody can write must not become a record
@@ -41,13 +19,13 @@ func (w *world) plant(t *testing.T, id string, uid int, perm os.FileMode) string
 // is refused, as Catena refuses such a cache dir: the pass fails, names the
 // dir and the fix, and nothing is adopted.
 func TestAdoptRefusesUntrustedResultsDir(t *testing.T) {
-	requireRootForChown(t)
+	libcnitest.RequireRootForChown(t)
 	w := newWorld(t)
 	require.NoError(t, os.MkdirAll(w.resultsDir(), 0o700))
 	require.NoError(t, os.Chmod(w.resultsDir(), 0o777))
-	w.plant(t, "planted", nobody, 0o644)
+	libcnitest.Plant(t, w.resultsDir(), "planted", libcnitest.Nobody, 0o644)
 
-	rep, err := w.adopt(t, primaryConf)
+	rep, err := w.adopt(t, libcnitest.PrimaryConf)
 	require.Error(t, err, "adopted %d from a 0777 dir", rep.Adopted)
 	require.ErrorIs(t, err, cache.ErrUntrusted)
 	assert.Contains(t, err.Error(), w.resultsDir())
@@ -63,11 +41,11 @@ func TestAdoptRefusesUntrustedResultsDir(t *testing.T) {
 // the reason), the others are adopted; once its owner and mode are fixed
 // (its ctime changes), the next pass of the same Adopter adopts it.
 func TestAdoptRefusesUntrustedEntries(t *testing.T) {
-	requireRootForChown(t)
+	libcnitest.RequireRootForChown(t)
 	w := newWorld(t)
-	addThroughLibcni(t, primaryConf, w.libcniDir, testPod)
-	planted := w.plant(t, "planted", nobody, 0o600)
-	open := w.plant(t, "open", 0, 0o662)
+	libcnitest.AddThroughLibcni(t, libcnitest.PrimaryConf, w.libcniDir, libcnitest.TestPod)
+	planted := libcnitest.Plant(t, w.resultsDir(), "planted", libcnitest.Nobody, 0o600)
+	open := libcnitest.Plant(t, w.resultsDir(), "open", 0, 0o662)
 
 	a := w.adopter(t)
 	rep := w.pass(t, a)
@@ -80,7 +58,7 @@ func TestAdoptRefusesUntrustedEntries(t *testing.T) {
 	assert.Contains(t, w.log.String(), "libcni cache entry refused")
 	keys, err := w.store.List()
 	require.NoError(t, err)
-	assert.Equal(t, []cache.Key{testKey}, keys)
+	assert.Equal(t, []cache.Key{libcnitest.TestKey}, keys)
 
 	assert.Equal(t, Report{}, w.pass(t, a), "refused entries are reported once")
 	path := filepath.Join(w.resultsDir(), planted)

@@ -11,6 +11,8 @@ import (
 
 	"github.com/containernetworking/cni/libcni"
 	"github.com/stretchr/testify/require"
+
+	"github.com/catena-cni/catena/internal/libcnitest"
 )
 
 // benchEntries is the size of the results dir of BenchmarkAdopterPass: a
@@ -28,13 +30,13 @@ const benchEntries = 400
 func BenchmarkAdopterPass(b *testing.B) {
 	root := b.TempDir()
 	libcniDir := filepath.Join(root, "libcni")
-	list, err := libcni.NetworkConfFromBytes([]byte(primaryConf))
+	list, err := libcni.NetworkConfFromBytes([]byte(libcnitest.PrimaryConf))
 	require.NoError(b, err)
-	cni := libcni.NewCNIConfigWithCacheDir([]string{"/opt/cni/bin"}, libcniDir, &recordingExec{})
+	cni := libcni.NewCNIConfigWithCacheDir([]string{"/opt/cni/bin"}, libcniDir, &libcnitest.RecordingExec{})
 	for n := range benchEntries {
-		p := testPod
+		p := libcnitest.TestPod
 		p.ContainerID = fmt.Sprintf("pod-%04d", n)
-		_, err := cni.AddNetworkList(context.Background(), list, p.rt(libcniDir))
+		_, err := cni.AddNetworkList(context.Background(), list, p.RT(libcniDir))
 		require.NoError(b, err)
 	}
 	results := filepath.Join(libcniDir, "results")
@@ -45,7 +47,7 @@ func BenchmarkAdopterPass(b *testing.B) {
 		return a
 	}
 	pass := func(a *Adopter, want Report) {
-		rep, err := a.Adopt(context.Background(), []byte(primaryConf))
+		rep, err := a.Adopt(context.Background(), []byte(libcnitest.PrimaryConf))
 		require.NoError(b, err)
 		if rep.Adopted != want.Adopted || rep.AlreadyPresent != want.AlreadyPresent || len(rep.Skipped)+len(rep.Refused) > 0 {
 			b.Fatalf("pass: %+v, want %+v", rep, want)

@@ -1,16 +1,3 @@
-// Package adopt gives Catena a record for every attachment that the node's
-// primary CNI made and Catena has no record of, so that the runtime's later
-// DEL, which then reaches Catena, still tears it down.
-//
-// The source is the runtime's libcni cache: after every ADD, libcni (and so
-// containerd's go-cni) writes <resultsDir>/<network>-<containerID>-<ifname>,
-// holding the conflist used, the runtime's arguments and the final result.
-// Entries keep appearing after Catena's file is installed (an ADD that
-// started before the runtime reloaded its config finishes through the
-// primary), so an Adopter runs on every pass of the agent, and remembers the
-// entries it has settled so that a pass reads only what is new. An entry
-// whose DEL comes before the next pass is adopted by that DEL itself
-// (AtDel, which catena runs when its config names the results dir).
 package adopt
 
 import (
@@ -30,6 +17,7 @@ import (
 
 	"github.com/catena-cni/catena/cache"
 	"github.com/catena-cni/catena/libchain"
+	"github.com/catena-cni/catena/libchain/libcnientry"
 )
 
 // DefaultResultsDir is where libcni keeps its cache by default.
@@ -89,9 +77,9 @@ type Report struct {
 // entries that are new or changed. An entry is never adopted twice: a
 // record that a DEL through Catena removed is not brought back from the
 // libcni entry that libcni removes right after. A DEL that adopted the
-// entry itself (AtDel) removes it under the attachment's lock, so that a
-// pass that read it before finds it gone once it has the lock, and drops
-// the record it wrote (confirm).
+// entry itself (libcnientry.AtDel) removes it under the attachment's lock,
+// so that a pass that read it before finds it gone once it has the lock,
+// and drops the record it wrote (confirm).
 //
 // Trust: on the real disk the results dir is read as Catena reads its own
 // cache dir (cache.TrustedFs): the dir must be owned by Catena's euid and
@@ -106,7 +94,7 @@ type Adopter struct {
 
 	mu      sync.Mutex // one pass at a time
 	network string     // whose entries settled holds
-	settled map[string]fileID
+	settled map[string]libcnientry.FileID
 }
 
 // New returns an Adopter; opts.ConfList is not used.
@@ -180,7 +168,7 @@ func (a *Adopter) AdoptWithDir(ctx context.Context, confList []byte, dirPlugins 
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if network != a.network || a.settled == nil {
-		a.network, a.settled = network, map[string]fileID{}
+		a.network, a.settled = network, map[string]libcnientry.FileID{}
 	}
 	p := &pass{Adopter: a, dirPlugins: dirPlugins}
 	cands, err := p.scan()
@@ -202,14 +190,14 @@ type pass struct {
 	rep        Report
 }
 
-func (p *pass) settle(name string, id fileID) { p.settled[name] = id }
+func (p *pass) settle(name string, id libcnientry.FileID) { p.settled[name] = id }
 
 // skip reports a file not adopted; quiet ones (other networks) are logged
 // at debug level only.
 func (p *pass) skip(name string, why error, quiet bool) {
 	p.rep.Skipped = append(p.rep.Skipped, name+": "+why.Error())
 	level := slog.LevelWarn
-	if quiet || errors.Is(why, errCatenaOwn) {
+	if quiet || errors.Is(why, libcnientry.ErrCatenaOwn) {
 		level = slog.LevelDebug
 	}
 	p.opts.Logger.Log(context.Background(), level, "libcni cache entry not adopted", "file", name, "reason", why.Error())
@@ -226,7 +214,7 @@ func (p *pass) refuse(name string, why error) {
 // failure is returned; anything wrong with the file is a skip or refusal.
 func (p *pass) adoptOne(ctx context.Context, c candidate) error {
 	path := filepath.Join(p.opts.ResultsDir, c.name)
-	data, id, err := readEntryFile(p.fs, path)
+	data, id, err := libcnientry.Read(p.fs, path)
 	switch {
 	case errors.Is(err, cache.ErrUntrusted):
 		p.settle(c.name, id)
@@ -238,12 +226,9 @@ func (p *pass) adoptOne(ctx context.Context, c candidate) error {
 		p.skip(c.name, err, false) // not settled: tried again next pass
 		return nil
 	}
-	e, err := parseEntry(c.name, data, c.info.ModTime(), p.network)
+	rec, err := libcnientry.Record(c.name, data, c.info.ModTime(), p.network, p.dirPlugins)
 	if err == nil {
-		var rec *cache.Record
-		if rec, err = buildRecord(e, p.dirPlugins); err == nil {
-			return p.record(ctx, c.name, path, id, rec)
-		}
+		return p.record(ctx, c.name, path, id, rec)
 	}
 	p.settle(c.name, id)
 	p.skip(c.name, err, false)
@@ -251,7 +236,7 @@ func (p *pass) adoptOne(ctx context.Context, c candidate) error {
 }
 
 // record saves rec unless the attachment has a record already.
-func (p *pass) record(ctx context.Context, name, path string, id fileID, rec *cache.Record) error {
+func (p *pass) record(ctx context.Context, name, path string, id libcnientry.FileID, rec *cache.Record) error {
 	lctx, cancel := context.WithTimeout(ctx, p.opts.LockTimeout)
 	defer cancel()
 	lock, err := p.opts.Store.Lock(lctx, rec.Key, cache.Holder{PID: os.Getpid(), Verb: "ADOPT", Since: time.Now()})

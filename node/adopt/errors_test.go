@@ -11,9 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/internal/libcnitest"
 )
-
-var testKey = cache.Key{Network: "k8s-pod-net", ContainerID: testPod.ContainerID, IfName: "eth0"}
 
 // TestAdoptRefusesBadOptions: nothing is read or written without a usable
 // primary conflist and an absolute cache dir.
@@ -27,12 +26,12 @@ func TestAdoptRefusesBadOptions(t *testing.T) {
 		{"no conflist", "", "/var/lib/cni/catena", "the primary's conflist"},
 		{"not JSON", "{", "/var/lib/cni/catena", "the primary's conflist"},
 		{"bad network name", `{"name":"../x","plugins":[{"type":"bridge"}]}`, "/var/lib/cni/catena", `network name "../x"`},
-		{"relative cache dir", primaryConf, "catena", `cache dir "catena" is not an absolute path`},
+		{"relative cache dir", libcnitest.PrimaryConf, "catena", `cache dir "catena" is not an absolute path`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			w := newWorld(t)
-			addThroughLibcni(t, primaryConf, w.libcniDir, testPod)
+			libcnitest.AddThroughLibcni(t, libcnitest.PrimaryConf, w.libcniDir, libcnitest.TestPod)
 			_, err := Adopt(context.Background(), Options{ResultsDir: w.resultsDir(), CacheDir: c.cacheDir, ConfList: []byte(c.confList)})
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), c.want)
@@ -46,7 +45,7 @@ func TestAdoptRefusesBadOptions(t *testing.T) {
 // nothing to adopt.
 func TestAdoptWithoutCache(t *testing.T) {
 	w := newWorld(t)
-	rep, err := w.adopt(t, primaryConf)
+	rep, err := w.adopt(t, libcnitest.PrimaryConf)
 	require.NoError(t, err)
 	assert.Equal(t, Report{}, rep)
 }
@@ -56,11 +55,11 @@ func TestAdoptWithoutCache(t *testing.T) {
 // install a conflist that would leak the attachment on DEL.
 func TestAdoptStoreFailureIsAnError(t *testing.T) {
 	w := newWorld(t)
-	addThroughLibcni(t, primaryConf, w.libcniDir, testPod)
+	libcnitest.AddThroughLibcni(t, libcnitest.PrimaryConf, w.libcniDir, libcnitest.TestPod)
 	store := cache.NewDiskStore(afero.NewReadOnlyFs(afero.NewMemMapFs()), "/catena", cache.NewMemLocker())
-	rep, err := Adopt(context.Background(), Options{ResultsDir: w.resultsDir(), ConfList: []byte(primaryConf), Store: store})
+	rep, err := Adopt(context.Background(), Options{ResultsDir: w.resultsDir(), ConfList: []byte(libcnitest.PrimaryConf), Store: store})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), testKey.String())
+	assert.Contains(t, err.Error(), libcnitest.TestKey.String())
 	assert.Contains(t, err.Error(), "saving the adopted record")
 	assert.Zero(t, rep.Adopted)
 }
@@ -69,12 +68,12 @@ func TestAdoptStoreFailureIsAnError(t *testing.T) {
 // adoption neither overwrites nor counts it.
 func TestAdoptLeavesCorruptRecord(t *testing.T) {
 	w := newWorld(t)
-	addThroughLibcni(t, primaryConf, w.libcniDir, testPod)
-	path := w.store.Path(testKey)
+	libcnitest.AddThroughLibcni(t, libcnitest.PrimaryConf, w.libcniDir, libcnitest.TestPod)
+	path := w.store.Path(libcnitest.TestKey)
 	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o700))
 	require.NoError(t, os.WriteFile(path, []byte("torn"), 0o600))
 
-	rep, err := w.adopt(t, primaryConf)
+	rep, err := w.adopt(t, libcnitest.PrimaryConf)
 	require.NoError(t, err)
 	assert.Zero(t, rep.Adopted)
 	require.Len(t, rep.Skipped, 1)
@@ -102,33 +101,33 @@ func (s *vanishingStore) Save(rec *cache.Record) error {
 // disappears during adoption was deleted; its record is removed again.
 func TestAdoptDropsAttachmentDeletedMeanwhile(t *testing.T) {
 	w := newWorld(t)
-	addThroughLibcni(t, primaryConf, w.libcniDir, testPod)
-	file := filepath.Join(w.resultsDir(), "k8s-pod-net-"+testPod.ContainerID+"-eth0")
-	rep, err := Adopt(context.Background(), Options{ResultsDir: w.resultsDir(), ConfList: []byte(primaryConf),
+	libcnitest.AddThroughLibcni(t, libcnitest.PrimaryConf, w.libcniDir, libcnitest.TestPod)
+	file := filepath.Join(w.resultsDir(), "k8s-pod-net-"+libcnitest.TestPod.ContainerID+"-eth0")
+	rep, err := Adopt(context.Background(), Options{ResultsDir: w.resultsDir(), ConfList: []byte(libcnitest.PrimaryConf),
 		Store: &vanishingStore{Store: w.store, file: file}})
 	require.NoError(t, err)
 	assert.Zero(t, rep.Adopted)
 	require.Len(t, rep.Skipped, 1)
 	assert.Contains(t, rep.Skipped[0], "deleted by the runtime during adoption")
-	_, err = w.store.Load(testKey)
+	_, err = w.store.Load(libcnitest.TestKey)
 	assert.ErrorIs(t, err, cache.ErrNotFound)
 }
 
 // TestAdoptOnMemFs: the reads and the store are injected.
 func TestAdoptOnMemFs(t *testing.T) {
 	w := newWorld(t)
-	addThroughLibcni(t, primaryConf, w.libcniDir, testPod)
-	name := "k8s-pod-net-" + testPod.ContainerID + "-eth0"
+	libcnitest.AddThroughLibcni(t, libcnitest.PrimaryConf, w.libcniDir, libcnitest.TestPod)
+	name := "k8s-pod-net-" + libcnitest.TestPod.ContainerID + "-eth0"
 	data, err := os.ReadFile(filepath.Join(w.resultsDir(), name))
 	require.NoError(t, err)
 	mem := afero.NewMemMapFs()
 	require.NoError(t, afero.WriteFile(mem, "/results/"+name, data, 0o600))
 	store := cache.NewDiskStore(mem, "/catena", cache.NewMemLocker())
 
-	rep, err := Adopt(context.Background(), Options{ResultsDir: "/results", ConfList: []byte(primaryConf), FS: mem, Store: store})
+	rep, err := Adopt(context.Background(), Options{ResultsDir: "/results", ConfList: []byte(libcnitest.PrimaryConf), FS: mem, Store: store})
 	require.NoError(t, err)
 	assert.Equal(t, Report{Adopted: 1}, rep)
-	rec, err := store.Load(testKey)
+	rec, err := store.Load(libcnitest.TestKey)
 	require.NoError(t, err)
 	assert.Len(t, rec.Steps, 3)
 	_, err = os.Stat(w.catenaDir)
