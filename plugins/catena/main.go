@@ -16,6 +16,7 @@ import (
 	"github.com/catena-cni/catena/adopt"
 	"github.com/catena-cni/catena/cache"
 	"github.com/catena-cni/catena/libchain"
+	"github.com/catena-cni/catena/libchain/invoke"
 )
 
 const about = "catena: a chained CNI meta-plugin with a durable per-step record"
@@ -79,7 +80,7 @@ func newEngine(conf *libchain.NetConf) (*libchain.Engine, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	exec := &libchain.InvokeExecutor{Exec: &libchain.ProcExec{Stderr: os.Stderr}}
+	exec := invoke.NewExec(os.Stderr)
 	eng := &libchain.Engine{
 		Store:    cache.NewDiskStore(afero.NewOsFs(), conf.CacheDir, cache.NewFlockLocker(filepath.Join(conf.CacheDir, cache.LocksDir))),
 		Exec:     exec,

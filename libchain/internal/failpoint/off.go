@@ -1,7 +1,7 @@
 //go:build !failpoint
 
-package libchain
+package failpoint
 
-// hit marks a crash point. Without the failpoint build tag it does nothing
-// and compiles away; see failpoint_on.go.
-func hit(string) {}
+// Hit marks a crash point. Without the failpoint build tag it does nothing
+// and compiles away; see on.go.
+func Hit(string) {}

@@ -1,24 +1,26 @@
-package libchain
+// Package textbound bounds the text a delegate controls (its error message
+// and details, its stderr in a message) wherever Catena keeps or repeats
+// it: the executor's errors (libchain/invoke), the engine's errors,
+// records and log lines, and the event journal.
+package textbound
 
 import (
 	"fmt"
 	"unicode/utf8"
 )
 
-// MaxText bounds every piece of text a delegate controls (its error message
-// and details, its stderr in a message) wherever Catena keeps or repeats
-// it: errors it returns and prints, records, the event journal, log lines.
-const MaxText = 4 << 10
+// Max bounds every piece of text a delegate controls.
+const Max = 4 << 10
 
-// BoundText returns s if it is at most MaxText bytes, else its first
-// MaxText bytes or fewer, cut at a UTF-8 boundary, followed by a marker
-// saying how many bytes were dropped.
-func BoundText(s string) string {
-	return cutText(s, MaxText)
+// Bound returns s if it is at most Max bytes, else its first Max bytes or
+// fewer, cut at a UTF-8 boundary, followed by a marker saying how many
+// bytes were dropped.
+func Bound(s string) string {
+	return Cut(s, Max)
 }
 
-// cutText is BoundText with a bound of n bytes (n >= 0).
-func cutText(s string, n int) string {
+// Cut is Bound with a bound of n bytes (n >= 0).
+func Cut(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
