@@ -17,7 +17,7 @@ import (
 // flushed by a raw system call, which the Go scheduler does not see: the P
 // stays with the flushing thread, no hand-off, and the runtime's monitor is
 // not woken at its end (20 ADD+DEL: 2,475 futex calls against 2,843, the
-// same nanosleeps; libchain/spawn.go). Nothing else could have used the P
+// same nanosleeps; libchain/invoke/spawn.go). Nothing else could have used the P
 // then. With more Ps (catena-agent, catenactl) the ordinary call leaves the
 // other goroutines their P; so do the test filesystems.
 func syncFile(f afero.File, dataOnly bool) error {

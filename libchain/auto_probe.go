@@ -6,12 +6,25 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/containernetworking/cni/pkg/invoke"
 	"github.com/containernetworking/cni/pkg/types"
+	"github.com/containernetworking/cni/pkg/version"
 	"github.com/spf13/afero"
 
 	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/libchain/invoke"
 )
+
+// VersionAsker is what CachedProber needs of an executor: to find a
+// delegate's binary in CNI_PATH, and to ask it VERSION. invoke.Exec is one.
+type VersionAsker interface {
+	// Find returns the absolute path of the delegate typ in cniPath, or a
+	// CNI error saying why there is none.
+	Find(typ, cniPath string) (string, error)
+	// Version runs the binary's VERSION as any delegate call runs.
+	Version(ctx context.Context, binary string) (version.PluginInfo, error)
+}
+
+var _ VersionAsker = (*invoke.Exec)(nil)
 
 // CachedProber is the VersionProber of a real node: it runs a delegate's
 // VERSION as any delegate call runs (the executor's process group, bounded
@@ -19,7 +32,7 @@ import (
 // cache.VersionCache, keyed by the binary's identity (path, device, inode,
 // size, mtime), so that a binary is asked once, not once per CNI call.
 type CachedProber struct {
-	Exec *InvokeExecutor
+	Exec VersionAsker
 	// Cache keeps the answers across calls; nil asks every time.
 	Cache *cache.VersionCache
 	// Stat stats a binary, following a symlink to what runs; nil: os.Stat.
@@ -32,7 +45,7 @@ var _ VersionProber = (*CachedProber)(nil)
 
 // NewCachedProber returns the prober of exec with the version cache of
 // cacheDir on fsys.
-func NewCachedProber(exec *InvokeExecutor, fsys afero.Fs, cacheDir string, log *slog.Logger) *CachedProber {
+func NewCachedProber(exec VersionAsker, fsys afero.Fs, cacheDir string, log *slog.Logger) *CachedProber {
 	return &CachedProber{Exec: exec, Cache: cache.NewVersionCache(fsys, cacheDir), Log: log}
 }
 
@@ -52,7 +65,7 @@ func (p *CachedProber) log() *slog.Logger {
 
 // Probe implements VersionProber.
 func (p *CachedProber) Probe(ctx context.Context, typ, cniPath string) (Probed, error) {
-	bin, err := p.Exec.find(Call{Type: typ, Args: RuntimeArgs{Path: cniPath}})
+	bin, err := p.Exec.Find(typ, cniPath)
 	if err != nil {
 		return Probed{}, err
 	}
@@ -70,7 +83,7 @@ func (p *CachedProber) Probe(ctx context.Context, typ, cniPath string) (Probed, 
 			return Probed{Binary: bin, Supported: got, Cached: true}, nil
 		}
 	}
-	info, err := invoke.GetVersionInfo(ctx, bin, p.Exec.Exec)
+	info, err := p.Exec.Version(ctx, bin)
 	if err != nil {
 		return Probed{Binary: bin}, fmt.Errorf("%s: %w", bin, err)
 	}

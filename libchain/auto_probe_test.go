@@ -14,6 +14,8 @@ import (
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/catena-cni/catena/libchain/invoke"
 )
 
 // countingVersion is a plugin that answers VERSION with the versions in
@@ -39,7 +41,7 @@ func newTestProber(t *testing.T) (*CachedProber, string) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "bin")
 	require.NoError(t, os.Mkdir(bin, 0o755))
-	return NewCachedProber(NewInvokeExecutor(), afero.NewOsFs(), filepath.Join(dir, "cache"), nil), bin
+	return NewCachedProber(invoke.NewExec(nil), afero.NewOsFs(), filepath.Join(dir, "cache"), nil), bin
 }
 
 // TestCachedProberAsksOncePerBinary: a binary is asked VERSION once; the
@@ -126,4 +128,14 @@ func TestCachedProberBadAnswers(t *testing.T) {
 	_, err = p.Probe(ctx, "missing", bin)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "not found")
+}
+
+// writeScript installs an executable shell script name in dir.
+func writeScript(t *testing.T, dir, name, body string) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
+	require.NoError(t, err)
+	_, err = f.WriteString("#!/bin/sh\n" + body)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
 }

@@ -9,6 +9,8 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/catena-cni/catena/libchain/invoke"
 )
 
 // loudExec is an Executor whose every call but the ADD of "ipam" fails
@@ -22,7 +24,7 @@ func loudErr(c Call) error {
 }
 
 func (loudExec) Add(ctx context.Context, c Call) (types.Result, error) {
-	if err := awaitGate(ctx); err != nil {
+	if err := invoke.AwaitStdinGate(ctx); err != nil {
 		return nil, err
 	}
 	if c.Type == "ipam" {

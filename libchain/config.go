@@ -2,8 +2,8 @@
 // plugins and keeps a durable record of what each one really did, so that a
 // failed ADD is rolled back exactly and a DEL tears down only what is held.
 //
-// The engine is pure logic over two small interfaces: an Executor (built on
-// the CNI invoke package) and a cache.Store.
+// The engine is pure logic over two small interfaces: an Executor (invoke.Exec
+// runs delegates as processes, libchain/invoke) and a cache.Store.
 package libchain
 
 import (
@@ -18,6 +18,8 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	"github.com/containernetworking/cni/pkg/utils"
 	"github.com/containernetworking/cni/pkg/version"
+
+	"github.com/catena-cni/catena/libchain/invoke"
 )
 
 // Defaults for optional config fields.
@@ -205,7 +207,7 @@ func parseDelegate(i int, data json.RawMessage, parentVersion string) (Delegate,
 	if err := json.Unmarshal(typ, &d.Type); err != nil {
 		return d, configError(field+".type", "not a string")
 	}
-	if err := validateType(d.Type); err != nil {
+	if err := invoke.ValidateType(d.Type); err != nil {
 		return d, configError(field+".type", err.Error())
 	}
 	if v, ok := d.fields["cniVersion"]; ok {
@@ -243,20 +245,6 @@ func checkVersion(field, v string) error {
 	if !slices.Contains(version.All.SupportedVersions(), v) {
 		return types.NewError(types.ErrIncompatibleCNIVersion, fmt.Sprintf("catena: %s %q: not a CNI version catena can convert results to (%s)",
 			field, v, strings.Join(version.All.SupportedVersions(), ", ")), "")
-	}
-	return nil
-}
-
-// validateType accepts only a plain binary name, so that it can be resolved
-// inside CNI_PATH and nowhere else.
-func validateType(t string) error {
-	switch {
-	case t == "":
-		return fmt.Errorf("empty")
-	case t == "." || t == "..":
-		return fmt.Errorf("%q is not a plugin name", t)
-	case strings.ContainsAny(t, "/\\\x00"):
-		return fmt.Errorf("%q must be a plain binary name found in CNI_PATH, without '/'", t)
 	}
 	return nil
 }

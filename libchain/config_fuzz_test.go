@@ -13,6 +13,8 @@ import (
 	"github.com/containernetworking/cni/pkg/version"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/catena-cni/catena/libchain/invoke"
 )
 
 // FuzzParseConfig checks that ParseConfig never panics, that it refuses
@@ -68,7 +70,7 @@ func checkAccepted(t *testing.T, conf *NetConf) {
 		t.Fatalf("accepted %d delegates", len(conf.Delegates))
 	}
 	for i, d := range conf.Delegates {
-		if d.Index != i || validateType(d.Type) != nil {
+		if d.Index != i || invoke.ValidateType(d.Type) != nil {
 			t.Fatalf("delegate %d: index %d, type %q", i, d.Index, d.Type)
 		}
 		if !slices.Contains(version.All.SupportedVersions(), d.CNIVersion) {

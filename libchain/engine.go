@@ -13,6 +13,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 
 	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/libchain/internal/failpoint"
 )
 
 // Engine runs chains and keeps their records.
@@ -113,18 +114,18 @@ func (e *Engine) releaser(u cache.Unlocker, key cache.Key) func() {
 
 // save durably writes rec, marking the crash points around the write.
 func (e *Engine) save(rec *cache.Record) error {
-	hit("before-write")
+	failpoint.Hit("before-write")
 	err := e.Store.Save(rec)
-	hit("after-write")
+	failpoint.Hit("after-write")
 	return err
 }
 
 // remove durably removes the record of key, marking the crash points
 // around the removal.
 func (e *Engine) remove(key cache.Key) error {
-	hit("before-remove")
+	failpoint.Hit("before-remove")
 	err := e.Store.Remove(key)
-	hit("after-remove")
+	failpoint.Hit("after-remove")
 	return err
 }
 

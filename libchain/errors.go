@@ -1,6 +1,7 @@
 package libchain
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -55,3 +56,9 @@ func (e *delegateError) Error() string {
 }
 
 func (e *delegateError) Unwrap() error { return e.Err }
+
+// isTimeout reports whether err says the delegate was stopped by a deadline
+// or cancellation, so that its outcome is unknown.
+func isTimeout(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types/create"
 
 	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/libchain/invoke"
 )
 
 // behaviour tells the fake executor how one delegate type answers.
@@ -77,7 +78,7 @@ func (b behaviour) err(verb, typ string) error {
 }
 
 func (f *fakeExec) Add(ctx context.Context, c Call) (types.Result, error) {
-	if err := awaitGate(ctx); err != nil {
+	if err := invoke.AwaitStdinGate(ctx); err != nil {
 		return nil, fmt.Errorf("fake: no request on stdin: %w", err) // as a real plugin would see EOF
 	}
 	cl, b, err := f.record(c)

@@ -3,6 +3,8 @@ package libchain
 import (
 	"context"
 	"sync"
+
+	"github.com/catena-cni/catena/libchain/invoke"
 )
 
 // A stdin gate lets a delegate's process start while the record that says
@@ -27,8 +29,6 @@ type stdinGate struct {
 	err   error
 }
 
-type gateKey struct{}
-
 // openAfter returns the gate that write opens; write runs at the first
 // wait.
 func openAfter(write func() error) *stdinGate {
@@ -42,22 +42,8 @@ func (g *stdinGate) wait() error {
 	return g.err
 }
 
+// withGate returns ctx with g as the stdin gate of the delegate called
+// under it (invoke.WithStdinGate).
 func withGate(ctx context.Context, g *stdinGate) context.Context {
-	return context.WithValue(ctx, gateKey{}, g)
-}
-
-// gateOf returns the gate a delegate call must pass, or nil.
-func gateOf(ctx context.Context) *stdinGate {
-	g, _ := ctx.Value(gateKey{}).(*stdinGate)
-	return g
-}
-
-// awaitGate opens ctx's gate (if any), and returns why the delegate must
-// not get its request, if it must not.
-func awaitGate(ctx context.Context) error {
-	g := gateOf(ctx)
-	if g == nil {
-		return nil
-	}
-	return g.wait()
+	return invoke.WithStdinGate(ctx, g.wait)
 }

@@ -155,7 +155,7 @@ func (e *Engine) collectGarbage(ctx context.Context, req Request, opts GCOptions
 //
 // The bound: each delegate's GC runs within gcForwardBound, which shares
 // a third of lockTimeout among the delegates, and is killed with its
-// process group at it (spawn.go): it acts on no list after the barrier
+// process group at it (invoke/spawn.go): it acts on no list after the barrier
 // is released. A GC holds the barrier for at most lockTimeout/3 and its
 // listings in all, so an ADD's wait for it stays well under the ADD's
 // lockTimeout, whatever the delegates do; between two delegates GC waits

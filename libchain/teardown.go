@@ -9,6 +9,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 
 	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/libchain/internal/failpoint"
 )
 
 // Del tears down what the attachment's record says is held, in reverse, with
@@ -110,7 +111,7 @@ func (e *Engine) teardown(ctx context.Context, conf *NetConf, rec *cache.Record,
 			continue
 		}
 		required := s.Required()
-		hit("teardown-step")
+		failpoint.Hit("teardown-step")
 		err := e.callDel(ctx, conf, s, latest, args)
 		s.DelAttempts++
 		if err != nil && required {
@@ -217,9 +218,9 @@ func (e *Engine) recoverCorrupt(ctx context.Context, req Request, key cache.Key,
 			e.log().Warn("best-effort DEL after corrupt record failed", "attachment", key.String(), "delegate", d.String(), "error", BoundText(msgOf(err)))
 		}
 	}
-	hit("before-quarantine")
+	failpoint.Hit("before-quarantine")
 	where, err := e.Store.Quarantine(key)
-	hit("after-quarantine")
+	failpoint.Hit("after-quarantine")
 	if err != nil {
 		e.log().Error("moving the corrupt record aside failed; it stays in place", "attachment", key.String(), "error", err)
 		return

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/libchain/invoke"
 )
 
 // scriptPlugin is a real CNI "delegate" run as its own process. As "noop"
@@ -62,7 +63,7 @@ func newProcEnv(t *testing.T) *procEnv {
 	}
 	cacheDir := filepath.Join(dir, "cache")
 	p.store = cache.NewDiskStore(afero.NewOsFs(), cacheDir, cache.NewFlockLocker(filepath.Join(cacheDir, "locks")))
-	p.eng = &Engine{Store: p.store, Exec: NewInvokeExecutor()}
+	p.eng = &Engine{Store: p.store, Exec: invoke.NewExec(nil)}
 	return p
 }
 

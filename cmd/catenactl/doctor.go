@@ -8,11 +8,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/containernetworking/cni/pkg/invoke"
+	cniinvoke "github.com/containernetworking/cni/pkg/invoke"
 	"github.com/containernetworking/cni/pkg/version"
 	"github.com/spf13/cobra"
 
 	"github.com/catena-cni/catena/libchain"
+	"github.com/catena-cni/catena/libchain/invoke"
 )
 
 // versionTimeout bounds each plugin's answer to VERSION.
@@ -155,8 +156,8 @@ func (a *app) diagnose(ctx context.Context) []check {
 // support want, the version catena calls it with; with want "auto", it must
 // share a version with catena, and the check says which catena calls it at.
 func pluginCheck(ctx context.Context, name, typ, want, cniPath, field string) check {
-	dirs := libchain.CNIPathDirs(cniPath)
-	p, err := invoke.FindInPath(typ, dirs)
+	dirs := invoke.CNIPathDirs(cniPath)
+	p, err := cniinvoke.FindInPath(typ, dirs)
 	if err != nil {
 		return problem(name, fmt.Sprintf("%q not found in CNI_PATH %s", typ, cniPath),
 			fmt.Sprintf("install the %s plugin into one of those dirs, or pass --cni-path", typ))
@@ -168,8 +169,8 @@ func pluginCheck(ctx context.Context, name, typ, want, cniPath, field string) ch
 		asked = version.Current()
 	}
 	stdin := fmt.Appendf(nil, `{"cniVersion":%q}`, asked)
-	e := &libchain.ProcExec{}
-	env := (&invoke.Args{Command: "VERSION", NetNS: "dummy", IfName: "dummy", Path: cniPath}).AsEnv()
+	e := &invoke.ProcExec{}
+	env := (&cniinvoke.Args{Command: "VERSION", NetNS: "dummy", IfName: "dummy", Path: cniPath}).AsEnv()
 	out, err := e.ExecPlugin(vctx, p, stdin, env)
 	if err != nil {
 		return problem(name, fmt.Sprintf("%s does not answer VERSION: %v", p, err),

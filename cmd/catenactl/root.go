@@ -16,6 +16,7 @@ import (
 	"github.com/catena-cni/catena/cache"
 	"github.com/catena-cni/catena/cmd/internal/cli"
 	"github.com/catena-cni/catena/libchain"
+	"github.com/catena-cni/catena/libchain/invoke"
 )
 
 const (
@@ -156,7 +157,7 @@ func (a *app) engine() (*libchain.Engine, libchain.Request, func() error, error)
 	if err != nil {
 		return nil, libchain.Request{}, nil, fmt.Errorf("opening the log of network %q: %w", conf.Name, err)
 	}
-	exec := &libchain.InvokeExecutor{Exec: &libchain.ProcExec{Stderr: a.stderr}}
+	exec := invoke.NewExec(a.stderr)
 	eng := &libchain.Engine{
 		Store:    store(conf.CacheDir),
 		Exec:     exec,

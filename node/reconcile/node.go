@@ -10,6 +10,7 @@ import (
 
 	"github.com/catena-cni/catena/cache"
 	"github.com/catena-cni/catena/libchain"
+	"github.com/catena-cni/catena/libchain/invoke"
 )
 
 // NodeConfig is what catena-agent run and catenactl reconcile pass to
@@ -47,7 +48,7 @@ func NewNode(c NodeConfig) (*Reconciler, *CRILister, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	store := cache.NewDiskStore(afero.NewOsFs(), c.CacheDir, cache.NewFlockLocker(filepath.Join(c.CacheDir, cache.LocksDir)))
-	exec := &libchain.InvokeExecutor{Exec: &libchain.ProcExec{Stderr: c.DelegateStderr}}
+	exec := invoke.NewExec(c.DelegateStderr)
 	eng := &libchain.Engine{
 		Store:    store,
 		Exec:     exec,

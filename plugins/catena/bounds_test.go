@@ -85,8 +85,8 @@ func cniErr(t *testing.T, inv invocation) types.Error {
 // record that Load then refused, so the next DEL quarantined it and
 // reported success while the required DEL still failed (a silent leak).
 // Now every piece is a few KiB, and the next DEL still fails, as it must.
-// A message under MaxResult is parsed and cut; a larger stdout is refused
-// whole.
+// A message under invoke.MaxResult is parsed and cut; a larger stdout is
+// refused whole.
 func TestHugeDelegateErrorStaysBounded(t *testing.T) {
 	w := newBoundsWorld(t)
 	tests := []struct {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/catena-cni/catena/cache"
 	"github.com/catena-cni/catena/libchain"
+	"github.com/catena-cni/catena/libchain/invoke"
 	"github.com/catena-cni/catena/libchain/libcnientry"
 )
 
@@ -79,7 +80,7 @@ func newEngine(conf *libchain.NetConf) (*libchain.Engine, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	exec := &libchain.InvokeExecutor{Exec: &libchain.ProcExec{Stderr: os.Stderr}}
+	exec := invoke.NewExec(os.Stderr)
 	eng := &libchain.Engine{
 		Store:    cache.NewDiskStore(afero.NewOsFs(), conf.CacheDir, cache.NewFlockLocker(filepath.Join(conf.CacheDir, cache.LocksDir))),
 		Exec:     exec,

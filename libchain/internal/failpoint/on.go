@@ -1,6 +1,6 @@
 //go:build failpoint
 
-package libchain
+package failpoint
 
 import (
 	"fmt"
@@ -11,9 +11,9 @@ import (
 	"syscall"
 )
 
-// FailpointEnv names the crash point of a binary built with
-// `-tags failpoint`: "<point>:<n>" kills the process with SIGKILL at the
-// n-th time (1-based) it passes <point>, so that no deferred cleanup runs.
+// Env names the crash point of a binary built with `-tags failpoint`:
+// "<point>:<n>" kills the process with SIGKILL at the n-th time (1-based)
+// it passes <point>, so that no deferred cleanup runs.
 // The points:
 //
 //	before-write, after-write     around every durable record write
@@ -23,12 +23,12 @@ import (
 //	teardown-step                 before each DEL of a rollback, DEL or retry
 //	before-quarantine,            around the move of a corrupt record to
 //	after-quarantine              quarantine/, after its best-effort DELs
-const FailpointEnv = "CATENA_FAILPOINT"
+const Env = "CATENA_FAILPOINT"
 
-// FailpointTraceEnv names a file to which every point passed is appended,
-// one name per line, so that a test learns how many times an undisturbed
-// run passes each point, i.e. which crashes it can ask for.
-const FailpointTraceEnv = "CATENA_FAILPOINT_TRACE"
+// TraceEnv names a file to which every point passed is appended, one name
+// per line, so that a test learns how many times an undisturbed run passes
+// each point, i.e. which crashes it can ask for.
+const TraceEnv = "CATENA_FAILPOINT_TRACE"
 
 var failpoints = struct {
 	once  sync.Once
@@ -39,14 +39,16 @@ var failpoints = struct {
 	count int
 }{}
 
-func hit(point string) {
+// Hit marks a crash point: it appends point to the trace file, if any, and
+// kills the process if this is the pass Env asks for.
+func Hit(point string) {
 	if point == "" {
 		return
 	}
 	fp := &failpoints
 	fp.once.Do(func() {
-		fp.trace = os.Getenv(FailpointTraceEnv)
-		name, n, ok := strings.Cut(os.Getenv(FailpointEnv), ":")
+		fp.trace = os.Getenv(TraceEnv)
+		name, n, ok := strings.Cut(os.Getenv(Env), ":")
 		if !ok {
 			return
 		}

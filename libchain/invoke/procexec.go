@@ -1,4 +1,4 @@
-package libchain
+package invoke
 
 import (
 	"cmp"
@@ -11,13 +11,16 @@ import (
 	"strings"
 	"time"
 
-	"github.com/containernetworking/cni/pkg/invoke"
+	cniinvoke "github.com/containernetworking/cni/pkg/invoke"
 	"github.com/containernetworking/cni/pkg/types"
 	"github.com/containernetworking/cni/pkg/version"
+
+	"github.com/catena-cni/catena/libchain/internal/failpoint"
+	"github.com/catena-cni/catena/libchain/internal/textbound"
 )
 
-// ProcExec implements invoke.Exec like invoke.RawExec, with these
-// differences:
+// ProcExec implements the CNI invoke package's Exec like its RawExec, with
+// these differences:
 //
 //   - each delegate runs in its own process group, and when ctx ends (the
 //     delegate timeout), the delegate and its whole group are killed (the
@@ -32,7 +35,9 @@ import (
 //   - what a delegate prints is bounded: the first MaxResult bytes of its
 //     stdout (more is an error) and the first MaxStderr bytes of its stderr
 //     are kept, the rest is drained and counted, never buffered;
-//   - its stderr reaches Stderr whatever its outcome.
+//   - its stderr reaches Stderr whatever its outcome;
+//   - under a stdin gate (WithStdinGate), it gets its request only once
+//     the gate returned nil.
 //
 // Known gap: Linux sends the parent-death signal when the OS thread that
 // forked the child exits, not the process. The Go runtime does not retire
@@ -43,7 +48,7 @@ type ProcExec struct {
 	Stderr io.Writer
 }
 
-var _ invoke.Exec = (*ProcExec)(nil)
+var _ cniinvoke.Exec = (*ProcExec)(nil)
 
 const (
 	// outputGrace bounds the wait for a delegate's output after it exited
@@ -55,7 +60,7 @@ const (
 	MaxStderr = 64 << 10
 )
 
-// ExecPlugin implements invoke.Exec.
+// ExecPlugin implements the CNI invoke package's Exec.
 func (e *ProcExec) ExecPlugin(ctx context.Context, pluginPath string, stdinData []byte, environ []string) ([]byte, error) {
 	if !filepath.IsAbs(pluginPath) {
 		// exec would look a bare name up in $PATH.
@@ -97,11 +102,11 @@ func (e *ProcExec) run(ctx context.Context, pluginPath string, stdinData []byte,
 		return err
 	}
 	defer c.close()
-	// The delegate starts while its record is made durable; it gets its
-	// request only once the write is done (gate.go). A failed write leaves
-	// its stdin empty: it reads EOF.
-	if awaitGate(ctx) == nil {
-		hit(runningPoint(environ))
+	// The delegate starts while its caller makes its record durable; it
+	// gets its request only once the gate opened (gate.go). A closed gate
+	// leaves its stdin empty: it reads EOF.
+	if AwaitStdinGate(ctx) == nil {
+		failpoint.Hit(runningPoint(environ))
 	} else {
 		stdinData = nil
 	}
@@ -154,39 +159,33 @@ func runningPoint(environ []string) string {
 }
 
 // pluginErr is the error of a delegate that failed: the CNI error it
-// printed, else what it said on stderr, bounded (BoundText).
+// printed, else what it said on stderr, bounded (textbound).
 func pluginErr(err error, stdout, stderr []byte) error {
 	emsg := types.Error{}
 	switch {
 	case len(stdout) == 0 && len(stderr) == 0:
 		emsg.Msg = fmt.Sprintf("plugin failed with no error message: %v", err)
 	case len(stdout) == 0:
-		emsg.Msg = fmt.Sprintf("plugin failed: %q: %v", BoundText(strings.TrimSpace(string(stderr))), err)
+		emsg.Msg = fmt.Sprintf("plugin failed: %q: %v", textbound.Bound(strings.TrimSpace(string(stderr))), err)
 	default:
 		if perr := json.Unmarshal(stdout, &emsg); perr != nil {
-			emsg = types.Error{Msg: fmt.Sprintf("plugin failed and its error %q does not parse: %v", BoundText(string(stdout)), perr)}
+			emsg = types.Error{Msg: fmt.Sprintf("plugin failed and its error %q does not parse: %v", textbound.Bound(string(stdout)), perr)}
 		} else if emsg.Code == 0 && emsg.Msg == "" {
 			// Not an error: a result. Say why the call failed anyway.
 			emsg = types.Error{Msg: fmt.Sprintf("plugin failed after printing a success result: %v", err)}
 		} else {
-			emsg.Msg, emsg.Details = BoundText(emsg.Msg), BoundText(emsg.Details)
+			emsg.Msg, emsg.Details = textbound.Bound(emsg.Msg), textbound.Bound(emsg.Details)
 		}
 	}
 	return &emsg
 }
 
-// FindInPath implements invoke.Exec.
+// FindInPath implements the CNI invoke package's Exec.
 func (e *ProcExec) FindInPath(plugin string, paths []string) (string, error) {
-	return invoke.FindInPath(plugin, paths)
+	return cniinvoke.FindInPath(plugin, paths)
 }
 
-// Decode implements invoke.Exec.
+// Decode implements the CNI invoke package's Exec.
 func (e *ProcExec) Decode(jsonBytes []byte) (version.PluginInfo, error) {
 	return (&version.PluginDecoder{}).Decode(jsonBytes)
-}
-
-// isTimeout reports whether err says the delegate was stopped by a deadline
-// or cancellation, so that its outcome is unknown.
-func isTimeout(err error) bool {
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package libchain
+package invoke
 
 import (
 	"bytes"
@@ -16,6 +16,8 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/catena-cni/catena/libchain/internal/textbound"
 )
 
 // lateEOF is a delegate that succeeds at once, but whose stdout reaches
@@ -38,7 +40,7 @@ func TestDelegateOutputCompletingAfterExit(t *testing.T) {
 	dir := t.TempDir()
 	writeScript(t, dir, "late", lateEOF)
 
-	exec := NewInvokeExecutor()
+	exec := NewExec(nil)
 	res, err := exec.Add(context.Background(), Call{Verb: "ADD", Type: "late",
 		Config: []byte(`{"cniVersion":"1.0.0","name":"n","type":"late"}`),
 		Args:   RuntimeArgs{ContainerID: "c1", IfName: "eth0", Path: dir}})
@@ -64,9 +66,9 @@ func TestPluginErrNeverEmpty(t *testing.T) {
 		{name: "stderr only", stderr: "oops", want: `plugin failed: "oops": exec: WaitDelay expired`},
 		{name: "a CNI error", stdout: `{"code":7,"msg":"bad config"}`, want: "bad config", wantCode: 7},
 		{name: "a huge CNI error", stdout: `{"code":7,"msg":"` + strings.Repeat("m", 1<<20) + `","details":"` + strings.Repeat("d", 1<<20) + `"}`,
-			want: strings.Repeat("m", MaxText) + "... [truncated 1044480 bytes]: " + strings.Repeat("d", MaxText) + "... [truncated 1044480 bytes]", wantCode: 7},
-		{name: "huge stderr only", stderr: strings.Repeat("e", 1<<20), want: `plugin failed: "` + strings.Repeat("e", MaxText) + `... [truncated 1044480 bytes]": exec`},
-		{name: "huge garbage", stdout: strings.Repeat("{", 1<<20), want: `its error "` + strings.Repeat("{", MaxText) + `... [truncated 1044480 bytes]" does not parse`},
+			want: strings.Repeat("m", textbound.Max) + "... [truncated 1044480 bytes]: " + strings.Repeat("d", textbound.Max) + "... [truncated 1044480 bytes]", wantCode: 7},
+		{name: "huge stderr only", stderr: strings.Repeat("e", 1<<20), want: `plugin failed: "` + strings.Repeat("e", textbound.Max) + `... [truncated 1044480 bytes]": exec`},
+		{name: "huge garbage", stdout: strings.Repeat("{", 1<<20), want: `its error "` + strings.Repeat("{", textbound.Max) + `... [truncated 1044480 bytes]" does not parse`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -75,7 +77,7 @@ func TestPluginErrNeverEmpty(t *testing.T) {
 			require.ErrorAs(t, err, &te)
 			assert.True(t, strings.Contains(msgOf(err), tc.want), "%.200s... does not contain %.200s...", msgOf(err), tc.want)
 			assert.Equal(t, tc.wantCode, te.Code)
-			assert.Less(t, len(te.Msg)+len(te.Details), 3*MaxText)
+			assert.Less(t, len(te.Msg)+len(te.Details), 3*textbound.Max)
 		})
 	}
 }
@@ -129,4 +131,15 @@ func TestProcExecOutput(t *testing.T) {
 			assert.Equal(t, tt.wantStderr, got)
 		})
 	}
+}
+
+// msgOf renders err as the engine does in a message: a bare CNI error as
+// its message and details, anything else as err.Error().
+func msgOf(err error) string {
+	if te, ok := err.(*types.Error); ok && te.Details != "" {
+		return te.Msg + ": " + te.Details
+	} else if ok {
+		return te.Msg
+	}
+	return err.Error()
 }

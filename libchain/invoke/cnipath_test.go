@@ -1,6 +1,6 @@
 //go:build linux
 
-package libchain
+package invoke
 
 import (
 	"context"
@@ -52,7 +52,7 @@ func TestCNIPathOnlyAbsoluteDirs(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Cleanup(func() { require.NoError(t, os.RemoveAll(marker)) })
-			err := NewInvokeExecutor().Run(context.Background(), Call{Verb: "DEL", Type: "probe",
+			err := NewExec(nil).Run(context.Background(), Call{Verb: "DEL", Type: "probe",
 				Config: []byte(`{"cniVersion":"1.0.0","name":"n","type":"probe"}`),
 				Args:   RuntimeArgs{ContainerID: "c1", IfName: "eth0", Path: tt.cniPath}})
 			ran, rerr := os.ReadFile(marker)

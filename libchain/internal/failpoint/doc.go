@@ -1,0 +1,7 @@
+// Package failpoint holds Catena's crash points: Hit marks one, in the
+// engine (around every durable write, each teardown step, a quarantine)
+// and in the executor (a delegate's ADD or DEL running). A binary built
+// with `-tags failpoint` kills itself with SIGKILL at the point and pass
+// its environment names (on.go); any other build compiles Hit away
+// (off.go).
+package failpoint

@@ -1,0 +1,133 @@
+package invoke
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	cniinvoke "github.com/containernetworking/cni/pkg/invoke"
+	"github.com/containernetworking/cni/pkg/types"
+	"github.com/containernetworking/cni/pkg/version"
+)
+
+// RuntimeArgs are the CNI_* values a delegate is called with.
+type RuntimeArgs struct {
+	ContainerID string
+	NetNS       string
+	IfName      string
+	Args        string
+	// Path is CNI_PATH, a list of directories. Delegates are found only there.
+	Path string
+}
+
+// Call is one invocation of one delegate.
+type Call struct {
+	Verb   string // ADD, DEL, CHECK, STATUS or GC
+	Type   string // plain binary name, resolved in Args.Path
+	Config []byte // the delegate's network config on stdin
+	Args   RuntimeArgs
+}
+
+// Exec runs delegates: it finds each in CNI_PATH and runs it through the
+// CNI invoke package over Proc. It is the engine's Executor
+// (libchain.Executor).
+type Exec struct {
+	// Proc runs a delegate's process: a ProcExec (NewExec).
+	Proc cniinvoke.Exec
+}
+
+// NewExec returns an executor that runs each delegate in its own process
+// group (see ProcExec), passing on its stderr to stderr, if not nil.
+func NewExec(stderr io.Writer) *Exec {
+	return &Exec{Proc: &ProcExec{Stderr: stderr}}
+}
+
+// Find returns the absolute path of the delegate typ in the absolute
+// directories of cniPath (CNIPathDirs), or a CNI error saying why not.
+func (e *Exec) Find(typ, cniPath string) (string, error) {
+	if err := ValidateType(typ); err != nil {
+		return "", types.NewError(types.ErrInvalidNetworkConfig, fmt.Sprintf("delegate type: %v", err), "")
+	}
+	if cniPath == "" {
+		return "", types.NewError(types.ErrInvalidEnvironmentVariables, "CNI_PATH is empty: cannot find delegate "+typ, "")
+	}
+	paths := CNIPathDirs(cniPath)
+	if len(paths) == 0 {
+		return "", types.NewError(types.ErrInvalidEnvironmentVariables,
+			fmt.Sprintf("CNI_PATH %q has no absolute directory: cannot find delegate %s", cniPath, typ), "")
+	}
+	p, err := e.Proc.FindInPath(typ, paths)
+	if err != nil {
+		return "", types.NewError(types.ErrPluginNotAvailable, fmt.Sprintf("plugin %q not found in CNI_PATH %q: %v", typ, cniPath, err), "")
+	}
+	if !filepath.IsAbs(p) {
+		return "", types.NewError(types.ErrPluginNotAvailable, fmt.Sprintf("plugin %q: found %q in CNI_PATH %q, not an absolute path", typ, p, cniPath), "")
+	}
+	return p, nil
+}
+
+// Version asks the delegate binary at path VERSION, as any delegate call
+// runs (Proc: its process group, bounded output, ctx's deadline).
+func (e *Exec) Version(ctx context.Context, path string) (version.PluginInfo, error) {
+	return cniinvoke.GetVersionInfo(ctx, path, e.Proc)
+}
+
+// ValidateType accepts only a plain binary name, so that it can be resolved
+// inside CNI_PATH and nowhere else.
+func ValidateType(t string) error {
+	switch {
+	case t == "":
+		return fmt.Errorf("empty")
+	case t == "." || t == "..":
+		return fmt.Errorf("%q is not a plugin name", t)
+	case strings.ContainsAny(t, "/\\\x00"):
+		return fmt.Errorf("%q must be a plain binary name found in CNI_PATH, without '/'", t)
+	}
+	return nil
+}
+
+// CNIPathDirs is the absolute directories of CNI_PATH, in order. An empty,
+// "." or other relative element is ignored: it would name the plugin by a
+// bare or relative name, which exec resolves through $PATH or the working
+// directory, outside CNI_PATH.
+func CNIPathDirs(cniPath string) []string {
+	var dirs []string
+	for _, d := range filepath.SplitList(cniPath) {
+		if filepath.IsAbs(d) {
+			dirs = append(dirs, filepath.Clean(d))
+		}
+	}
+	return dirs
+}
+
+func (c Call) invokeArgs() *cniinvoke.Args {
+	return &cniinvoke.Args{
+		Command:       c.Verb,
+		ContainerID:   c.Args.ContainerID,
+		NetNS:         c.Args.NetNS,
+		IfName:        c.Args.IfName,
+		PluginArgsStr: c.Args.Args,
+		Path:          c.Args.Path,
+	}
+}
+
+// Add invokes ADD and returns the delegate's result (libchain.Executor).
+func (e *Exec) Add(ctx context.Context, c Call) (types.Result, error) {
+	p, err := e.Find(c.Type, c.Args.Path)
+	if err != nil {
+		return nil, err
+	}
+	return cniinvoke.ExecPluginWithResult(ctx, p, c.Config, c.invokeArgs(), e.Proc)
+}
+
+// Run invokes a verb that returns no result: DEL, CHECK, STATUS, GC
+// (libchain.Executor).
+func (e *Exec) Run(ctx context.Context, c Call) error {
+	p, err := e.Find(c.Type, c.Args.Path)
+	if err != nil {
+		return err
+	}
+	return cniinvoke.ExecPluginWithoutResult(ctx, p, c.Config, c.invokeArgs(), e.Proc)
+}
