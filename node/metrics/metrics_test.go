@@ -17,14 +17,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/catena-cni/catena/cache"
-	"github.com/catena-cni/catena/libchain"
+	"github.com/catena-cni/catena/libchain/journal"
 	"github.com/catena-cni/catena/node/nodeconf"
 	"github.com/catena-cni/catena/node/reconcile"
 )
 
 func opLine(t *testing.T, verb, outcome string, d time.Duration) string {
 	t.Helper()
-	b, err := json.Marshal(libchain.Op{Verb: verb, Outcome: outcome, Duration: d, Start: time.Now()})
+	b, err := json.Marshal(journal.Op{Verb: verb, Outcome: outcome, Duration: d, Start: time.Now()})
 	require.NoError(t, err)
 	return string(b) + "\n"
 }
@@ -43,7 +43,7 @@ func appendTo(t *testing.T, path, s string) {
 // (skipped and counted, in bounded memory).
 func TestJournalTail(t *testing.T) {
 	dir := t.TempDir()
-	path := libchain.EventsPath(dir)
+	path := journal.Path(dir)
 	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o700))
 	m := New()
 	tail := NewJournalTail(dir, m)
@@ -83,12 +83,12 @@ func TestJournalTail(t *testing.T) {
 	assert.Equal(t, 6, n, "one histogram per verb and outcome seen: add, del ok and error, gc, reclaim, other")
 }
 
-// TestJournalTailBound: the tail reads a line of libchain.MaxEventLine
-// bytes, as ReadEvents does and as long as Append ever writes; one byte
+// TestJournalTailBound: the tail reads a line of journal.MaxLine
+// bytes, as journal.Read does and as long as Append ever writes; one byte
 // more is skipped, counted and logged, once per poll.
 func TestJournalTailBound(t *testing.T) {
 	dir := t.TempDir()
-	path := libchain.EventsPath(dir)
+	path := journal.Path(dir)
 	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o700))
 	m := New()
 	var logs bytes.Buffer
@@ -98,15 +98,15 @@ func TestJournalTailBound(t *testing.T) {
 		op := `{"verb":"ADD","outcome":"ok"}`
 		return op[:len(op)-1] + strings.Repeat(" ", n-len(op)) + "}\n"
 	}
-	appendTo(t, path, padded(libchain.MaxEventLine)+padded(libchain.MaxEventLine+1)+"junk\n")
+	appendTo(t, path, padded(journal.MaxLine)+padded(journal.MaxLine+1)+"junk\n")
 	require.NoError(t, tail.Poll())
 	assert.Equal(t, 1.0, testutil.ToFloat64(m.ops.WithLabelValues("add", "ok")))
 	assert.Equal(t, 2.0, testutil.ToFloat64(m.skippedLines))
 	var warning map[string]any
 	require.NoError(t, json.Unmarshal(logs.Bytes(), &warning), "one warning: %s", logs.String())
 	assert.Equal(t, 2.0, warning["lines"])
-	assert.Equal(t, float64(libchain.MaxEventLine+1), warning["offset"], "the second line")
-	assert.Equal(t, float64(libchain.MaxEventLine+2), warning["bytes"], "with its newline")
+	assert.Equal(t, float64(journal.MaxLine+1), warning["offset"], "the second line")
+	assert.Equal(t, float64(journal.MaxLine+2), warning["bytes"], "with its newline")
 	assert.Equal(t, "longer than 65536 bytes", warning["why"])
 
 	logs.Reset()
@@ -125,7 +125,7 @@ func TestObservePassAndLint(t *testing.T) {
 		Counts: []reconcile.RecordCount{{Network: "podnet", Phase: string(cache.PhaseComplete), Count: 7}, {Network: "podnet", Phase: "unreadable", Count: 1}}})
 	m.ObservePass(&reconcile.Report{Start: time.Now(), Kept: 5, EmptyList: true, Counts: []reconcile.RecordCount{{Network: "podnet", Phase: string(cache.PhaseComplete), Count: 6}}})
 	m.ObserveAdoption(3, 1, 0)
-	m.ObserveOp(libchain.Op{Verb: "ADD", Outcome: "ok", Duration: time.Millisecond})
+	m.ObserveOp(journal.Op{Verb: "ADD", Outcome: "ok", Duration: time.Millisecond})
 	assert.Equal(t, 2.0, testutil.ToFloat64(m.passes))
 	assert.Equal(t, 1.0, testutil.ToFloat64(m.passErrors))
 	assert.Equal(t, 3.0, testutil.ToFloat64(m.candidates))
@@ -264,8 +264,8 @@ func gather(t *testing.T, m *Metrics, name, label string) float64 {
 // CNI_NETNS, because another namespace stood at its path, is counted.
 func TestNetNSReplacedCounted(t *testing.T) {
 	m := New()
-	m.ObserveOp(libchain.Op{Verb: "DEL", Outcome: "ok", NetNSReplaced: []string{"podnet/a/eth0"}})
-	m.ObserveOp(libchain.Op{Verb: "GC", Outcome: "ok", NetNSReplaced: []string{"podnet/b/eth0", "podnet/c/eth0"}})
-	m.ObserveOp(libchain.Op{Verb: "DEL", Outcome: "ok"})
+	m.ObserveOp(journal.Op{Verb: "DEL", Outcome: "ok", NetNSReplaced: []string{"podnet/a/eth0"}})
+	m.ObserveOp(journal.Op{Verb: "GC", Outcome: "ok", NetNSReplaced: []string{"podnet/b/eth0", "podnet/c/eth0"}})
+	m.ObserveOp(journal.Op{Verb: "DEL", Outcome: "ok"})
 	assert.Equal(t, 3.0, testutil.ToFloat64(m.netnsReplaced))
 }

@@ -1,4 +1,4 @@
-package libchain
+package journal
 
 import (
 	"bufio"
@@ -17,15 +17,16 @@ import (
 	"github.com/catena-cni/catena/cache"
 )
 
-// ReadEvents returns the Ops of cacheDir's journal (the rotated file first)
+// Read returns the Ops of cacheDir's journal (the rotated file first)
 // that started at or after since, and how many lines it skipped because
-// they could not be read as an Op: longer than MaxEventLine (which Append
+// they could not be read as an Op: longer than MaxLine (which Append
 // never writes: junk, or a line of an older Catena), not JSON (a torn last
 // line, junk), or JSON of another shape. Whatever a line holds, reading
-// goes on past it, and memory stays bounded by MaxEventLine per line. Empty lines are ignored. A journal file that is a symlink or not a
+// goes on past it, and memory stays bounded by MaxLine per line. Empty lines are ignored.
+// A journal file that is a symlink or not a
 // regular file is an error: it is not Catena's.
-func ReadEvents(fsys afero.Fs, cacheDir string, since time.Time) (ops []Op, skipped int, err error) {
-	path := EventsPath(cacheDir)
+func Read(fsys afero.Fs, cacheDir string, since time.Time) (ops []Op, skipped int, err error) {
+	path := Path(cacheDir)
 	for _, p := range []string{path + ".1", path} {
 		n, err := readEventFile(fsys, cacheDir, p, func(line []byte) bool {
 			var op Op
@@ -46,10 +47,10 @@ func ReadEvents(fsys afero.Fs, cacheDir string, since time.Time) (ops []Op, skip
 }
 
 // readEventFile calls use with each non-empty line of the file at path, up
-// to MaxEventLine bytes and without its newline, and returns how many lines
+// to MaxLine bytes and without its newline, and returns how many lines
 // were too long or that use refused. A missing file has no lines.
 func readEventFile(fsys afero.Fs, cacheDir, path string, use func(line []byte) bool) (int, error) {
-	f, _, err := OpenEventFile(fsys, cacheDir, path)
+	f, _, err := openFile(fsys, cacheDir, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
 	}
@@ -58,7 +59,7 @@ func readEventFile(fsys afero.Fs, cacheDir, path string, use func(line []byte) b
 	}
 	defer f.Close()
 	skipped := 0
-	err = readLines(f, MaxEventLine, func(line []byte, tooLong bool) {
+	err = readLines(f, MaxLine, func(line []byte, tooLong bool) {
 		if tooLong || !use(line) {
 			skipped++
 		}
@@ -66,12 +67,12 @@ func readEventFile(fsys afero.Fs, cacheDir, path string, use func(line []byte) b
 	return skipped, err
 }
 
-// OpenEventFile opens a file of cacheDir's event journal for reading, as
-// ReadEvents and the agent's metrics tail do: through the cache's trusted
+// openFile opens a file of cacheDir's event journal for reading, as
+// Read and Tail do: through the cache's trusted
 // walk (cache.TrustedFs: no symlink followed, a FIFO never blocks the open),
 // refusing anything but a regular file of Catena's own that no other user
 // could have written. It also returns the file's info.
-func OpenEventFile(fsys afero.Fs, cacheDir, path string) (afero.File, os.FileInfo, error) {
+func openFile(fsys afero.Fs, cacheDir, path string) (afero.File, os.FileInfo, error) {
 	f, err := cache.TrustedFs(fsys, cacheDir).Open(path)
 	if errors.Is(err, syscall.ELOOP) {
 		return nil, nil, fmt.Errorf("is a symlink: %w", err)

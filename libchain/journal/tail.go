@@ -1,4 +1,4 @@
-package metrics
+package journal
 
 import (
 	"bufio"
@@ -11,30 +11,31 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/afero"
-
-	"github.com/catena-cni/catena/libchain"
 )
 
-// JournalTail feeds the operations of a cache dir's event journal into the
-// metrics, reading only what was appended since the last Poll. It follows
+// Counter counts lines; a prometheus.Counter is one.
+type Counter interface {
+	Inc()
+}
+
+// Tail hands the operations of a cache dir's event journal to
+// Handle, reading only what was appended since the last Poll. It follows
 // the rotation of events.jsonl to events.jsonl.1: when the journal's inode
 // changes, the rest of the old file is read from .1 (if .1 is that file)
 // before the new one. A journal rotated twice between polls loses the
 // middle file's lines. Any line that is not an operation (longer than
-// libchain.MaxEventLine, which the journal's writer never writes, not JSON,
+// MaxLine, which the journal's writer never writes, not JSON,
 // or JSON of another shape) is skipped in bounded memory, counted and
 // logged.
-type JournalTail struct {
+type Tail struct {
 	CacheDir string
 	Path     string // <cacheDir>/events/events.jsonl
-	Metrics  *Metrics
-	// Handle, when set, receives each operation instead of Metrics (which
-	// may then be nil): the agent's Kubernetes events tail the journal so.
-	Handle func(libchain.Op)
+	// Handle receives each operation: the agent's metrics and its
+	// Kubernetes events tail the journal so.
+	Handle func(Op)
 	// Unreadable, when set, counts the lines that are not an operation.
-	Unreadable prometheus.Counter
+	Unreadable Counter
 	// Log, when set, gets one warning per Poll that skipped lines: how
 	// many, and the first one's file, offset, size and why.
 	Log *slog.Logger
@@ -54,15 +55,8 @@ type skipped struct {
 	why    string
 }
 
-// NewJournalTail tails the journal of cacheDir from its beginning (the
-// rotated file first), counting what it cannot read in
-// catena_event_journal_skipped_lines_total.
-func NewJournalTail(cacheDir string, m *Metrics) *JournalTail {
-	return &JournalTail{CacheDir: cacheDir, Path: libchain.EventsPath(cacheDir), Metrics: m, Unreadable: m.skippedLines}
-}
-
 // Poll reads what was appended since the last call.
-func (j *JournalTail) Poll() error {
+func (j *Tail) Poll() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.bad = skipped{}
@@ -91,7 +85,7 @@ func (j *JournalTail) Poll() error {
 }
 
 // logSkipped logs what the Poll skipped, once.
-func (j *JournalTail) logSkipped() {
+func (j *Tail) logSkipped() {
 	if j.bad.n == 0 || j.Log == nil {
 		return
 	}
@@ -102,7 +96,7 @@ func (j *JournalTail) logSkipped() {
 // drainRotated reads the rest of the previous journal from .1: all of it
 // on the first poll, else only if .1 is the file last read. It then counts
 // as the file last read, so a repeated call reads only what is new.
-func (j *JournalTail) drainRotated(first bool) error {
+func (j *Tail) drainRotated(first bool) error {
 	old, st, err := j.openJournal(j.Path + ".1")
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -127,11 +121,11 @@ type fileInfo struct {
 	size int64
 }
 
-// openJournal opens a journal file as libchain's reader does (trusted walk,
+// openJournal opens a journal file as Read does (trusted walk,
 // no symlink, regular file of Catena's own) and returns its inode and size;
 // a missing file is fs.ErrNotExist.
-func (j *JournalTail) openJournal(path string) (afero.File, fileInfo, error) {
-	f, fi, err := libchain.OpenEventFile(afero.NewOsFs(), j.CacheDir, path)
+func (j *Tail) openJournal(path string) (afero.File, fileInfo, error) {
+	f, fi, err := openFile(afero.NewOsFs(), j.CacheDir, path)
 	if err != nil {
 		return nil, fileInfo{}, fmt.Errorf("event journal %s: %w", path, err)
 	}
@@ -146,12 +140,12 @@ func (j *JournalTail) openJournal(path string) (afero.File, fileInfo, error) {
 // read consumes the complete lines of f (at path) from off and returns
 // how many bytes they took: a line still being written (no newline yet)
 // is left for the next poll.
-func (j *JournalTail) read(f afero.File, path string, off int64) (int64, error) {
+func (j *Tail) read(f afero.File, path string, off int64) (int64, error) {
 	if _, err := f.Seek(off, io.SeekStart); err != nil {
 		return 0, fmt.Errorf("event journal: %w", err)
 	}
-	// Room for a line of MaxEventLine bytes and its newline.
-	r := bufio.NewReaderSize(f, libchain.MaxEventLine+1)
+	// Room for a line of MaxLine bytes and its newline.
+	r := bufio.NewReaderSize(f, MaxLine+1)
 	var used int64
 	for {
 		line, long, err := readLine(r)
@@ -163,11 +157,11 @@ func (j *JournalTail) read(f afero.File, path string, off int64) (int64, error) 
 		}
 		at := off + used
 		used += int64(len(line)) + long
-		var op libchain.Op
+		var op Op
 		why := ""
 		switch {
 		case long > 0:
-			why = fmt.Sprintf("longer than %d bytes", libchain.MaxEventLine)
+			why = fmt.Sprintf("longer than %d bytes", MaxLine)
 		case json.Unmarshal(line, &op) != nil:
 			why = "not the JSON of an operation"
 		case op.Verb == "":
@@ -177,11 +171,7 @@ func (j *JournalTail) read(f afero.File, path string, off int64) (int64, error) 
 			j.skip(path, at, int64(len(line))+long, why)
 			continue
 		}
-		if j.Handle != nil {
-			j.Handle(op)
-			continue
-		}
-		j.Metrics.ObserveOp(op)
+		j.Handle(op)
 	}
 }
 
@@ -206,7 +196,7 @@ func readLine(r *bufio.Reader) (line []byte, long int64, err error) {
 
 // skip counts one line that is not an operation, and keeps the Poll's
 // first for its log.
-func (j *JournalTail) skip(path string, offset, size int64, why string) {
+func (j *Tail) skip(path string, offset, size int64, why string) {
 	if j.Unreadable != nil {
 		j.Unreadable.Inc()
 	}

@@ -1,4 +1,4 @@
-package libchain
+package journal
 
 import (
 	"bytes"
@@ -52,10 +52,10 @@ func TestReadLines(t *testing.T) {
 	})
 }
 
-// TestReadEventsSurvivesAnyLine: a 40 MB line, junk, JSON of another shape
+// TestReadSurvivesAnyLine: a 40 MB line, junk, JSON of another shape
 // and torn lines are skipped and counted, the ops around them are read, and
 // the 40 MB line never sits in memory whole.
-func TestReadEventsSurvivesAnyLine(t *testing.T) {
+func TestReadSurvivesAnyLine(t *testing.T) {
 	dir := t.TempDir()
 	t0 := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	op := func(i int) []byte {
@@ -73,15 +73,15 @@ func TestReadEventsSurvivesAnyLine(t *testing.T) {
 	current.WriteString("[1,2]\n\"str\"\n\x00\x01\xfe\xff\n")
 	current.Write(op(3))
 	current.WriteString(`{"verb":"DEL"`)
-	require.NoError(t, os.MkdirAll(filepath.Join(dir, eventsDir), 0o700))
-	require.NoError(t, os.WriteFile(EventsPath(dir)+".1", rotated.Bytes(), 0o600))
-	require.NoError(t, os.WriteFile(EventsPath(dir), current.Bytes(), 0o600))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, dirName), 0o700))
+	require.NoError(t, os.WriteFile(Path(dir)+".1", rotated.Bytes(), 0o600))
+	require.NoError(t, os.WriteFile(Path(dir), current.Bytes(), 0o600))
 	current.Reset()
 
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	ops, skipped, err := ReadEvents(afero.NewOsFs(), dir, t0.Add(time.Minute))
+	ops, skipped, err := Read(afero.NewOsFs(), dir, t0.Add(time.Minute))
 	runtime.ReadMemStats(&after)
 	require.NoError(t, err)
 	assert.Equal(t, 6, skipped, "the torn line, the 40 MB line, [1,2], \"str\", junk, the torn last line")
@@ -91,10 +91,10 @@ func TestReadEventsSurvivesAnyLine(t *testing.T) {
 	}
 	alloc := after.TotalAlloc - before.TotalAlloc
 	t.Logf("allocated %d bytes reading a journal with a 40 MB line", alloc)
-	assert.Less(t, alloc, uint64(4*MaxEventLine), "a line is read up to MaxEventLine, the rest discarded")
+	assert.Less(t, alloc, uint64(4*MaxLine), "a line is read up to MaxLine, the rest discarded")
 }
 
-func TestReadEventsRefusesWhatIsNotAJournal(t *testing.T) {
+func TestReadRefusesWhatIsNotAJournal(t *testing.T) {
 	tests := []struct {
 		name    string
 		plant   func(t *testing.T, path string)
@@ -115,15 +115,15 @@ func TestReadEventsRefusesWhatIsNotAJournal(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			require.NoError(t, os.MkdirAll(filepath.Join(dir, eventsDir), 0o700))
-			tt.plant(t, EventsPath(dir))
-			_, _, err := ReadEvents(afero.NewOsFs(), dir, time.Time{})
+			require.NoError(t, os.MkdirAll(filepath.Join(dir, dirName), 0o700))
+			tt.plant(t, Path(dir))
+			_, _, err := Read(afero.NewOsFs(), dir, time.Time{})
 			require.Error(t, err)
-			assert.Contains(t, err.Error(), EventsPath(dir)+": "+tt.wantErr)
+			assert.Contains(t, err.Error(), Path(dir)+": "+tt.wantErr)
 		})
 	}
 	t.Run("no journal", func(t *testing.T) {
-		ops, skipped, err := ReadEvents(afero.NewMemMapFs(), "/cache", time.Time{})
+		ops, skipped, err := Read(afero.NewMemMapFs(), "/cache", time.Time{})
 		require.NoError(t, err)
 		assert.Empty(t, ops)
 		assert.Zero(t, skipped)
