@@ -177,7 +177,7 @@ func TestGCJournals(t *testing.T) {
 	journal := func() []string {
 		ops, skipped, err := journal.Read(afero.NewOsFs(), f.cacheDir, time.Time{})
 		require.NoError(t, err)
-		require.Zero(t, skipped)
+		require.Zero(t, skipped.Lines)
 		var out []string
 		for _, op := range ops {
 			out = append(out, strings.Join([]string{op.Verb, op.Attachment, op.Outcome}, " "))

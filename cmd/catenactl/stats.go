@@ -81,7 +81,7 @@ func (a *app) loadStats(window time.Duration) (*stats, error) {
 		return nil, err
 	}
 	s := summarise(ops, now.Add(-window), now)
-	s.Skipped = skipped
+	s.Skipped = skipped.Lines
 	return s, nil
 }
 

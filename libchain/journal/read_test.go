@@ -3,13 +3,11 @@ package journal
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
-	"testing/iotest"
 	"time"
 
 	"github.com/spf13/afero"
@@ -17,40 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 )
-
-func TestReadLines(t *testing.T) {
-	type line struct {
-		text    string
-		tooLong bool
-	}
-	tests := []struct {
-		name string
-		in   string
-		want []line
-	}{
-		{"empty", "", nil},
-		{"lines", "a\nbb\n", []line{{"a", false}, {"bb", false}}},
-		{"empty lines ignored", "\n\na\n\n", []line{{"a", false}}},
-		{"torn last line", "a\nbc", []line{{"a", false}, {"bc", false}}},
-		{"exactly max", "12345678\nx\n", []line{{"12345678", false}, {"x", false}}},
-		{"one over max, then on", "123456789\nx\n", []line{{"", true}, {"x", false}}},
-		{"long torn last line", "a\n" + strings.Repeat("y", 100), []line{{"a", false}, {"", true}}},
-		{"binary", "\x00\xff\x1b\r\n", []line{{"\x00\xff\x1b\r", false}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			for _, r := range []io.Reader{strings.NewReader(tt.in), iotest.OneByteReader(strings.NewReader(tt.in))} {
-				var got []line
-				require.NoError(t, readLines(r, 8, func(l []byte, tooLong bool) { got = append(got, line{string(l), tooLong}) }))
-				assert.Equal(t, tt.want, got)
-			}
-		})
-	}
-	t.Run("read error", func(t *testing.T) {
-		err := readLines(iotest.TimeoutReader(strings.NewReader(strings.Repeat("z", 70<<10))), 8, func([]byte, bool) {})
-		assert.ErrorIs(t, err, iotest.ErrTimeout)
-	})
-}
 
 // TestReadSurvivesAnyLine: a 40 MB line, junk, JSON of another shape
 // and torn lines are skipped and counted, the ops around them are read, and
@@ -84,7 +48,10 @@ func TestReadSurvivesAnyLine(t *testing.T) {
 	ops, skipped, err := Read(afero.NewOsFs(), dir, t0.Add(time.Minute))
 	runtime.ReadMemStats(&after)
 	require.NoError(t, err)
-	assert.Equal(t, 6, skipped, "the torn line, the 40 MB line, [1,2], \"str\", junk, the torn last line")
+	assert.Equal(t, 6, skipped.Lines, "the torn line, the 40 MB line, [1,2], \"str\", junk, the torn last line")
+	first := len(op(0))
+	assert.Equal(t, Skipped{Lines: 6, Path: Path(dir) + ".1", Offset: int64(first), Size: int64(len(`{"verb":"ADD","sta`) + len(op(1))),
+		Why: "not the JSON of an operation"}, skipped, "the first is the torn line")
 	require.Len(t, ops, 3, "op 1 (its second copy), 2 and 3: op 0 is before since")
 	for i, o := range ops {
 		assert.Equal(t, t0.Add(time.Duration(i+1)*time.Minute), o.Start)

