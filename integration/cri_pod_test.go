@@ -7,9 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/catena-cni/catena/libchain"
 	"github.com/stretchr/testify/require"
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/catena-cni/catena/libchain/journal"
 )
 
 // podConfig is a sandbox with pod network, unique metadata, and hostPort
@@ -89,16 +90,16 @@ func (d *containerd) networkReady() (bool, string) {
 }
 
 // catenaOps reads the operations Catena journaled in cacheDir, oldest first.
-func catenaOps(t *testing.T, cacheDir string) []libchain.Op {
+func catenaOps(t *testing.T, cacheDir string) []journal.Op {
 	t.Helper()
-	raw, err := os.ReadFile(libchain.EventsPath(cacheDir))
+	raw, err := os.ReadFile(journal.Path(cacheDir))
 	if os.IsNotExist(err) {
 		return nil
 	}
 	require.NoError(t, err)
-	var ops []libchain.Op
+	var ops []journal.Op
 	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
-		var op libchain.Op
+		var op journal.Op
 		require.NoError(t, json.Unmarshal([]byte(line), &op), "event line %q", line)
 		ops = append(ops, op)
 	}
@@ -106,8 +107,8 @@ func catenaOps(t *testing.T, cacheDir string) []libchain.Op {
 }
 
 // opsFor keeps the ops of one verb on attachments of container id.
-func opsFor(ops []libchain.Op, verb, id string) []libchain.Op {
-	var out []libchain.Op
+func opsFor(ops []journal.Op, verb, id string) []journal.Op {
+	var out []journal.Op
 	for _, op := range ops {
 		if op.Verb == verb && strings.Contains(op.Attachment, id) {
 			out = append(out, op)

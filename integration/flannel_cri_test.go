@@ -9,9 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/catena-cni/catena/libchain"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/catena-cni/catena/libchain/journal"
 )
 
 // Flannel's own CNI plugin (scripts/install-flannel.sh) under containerd
@@ -147,7 +148,7 @@ func firstAdd(t *testing.T, logFile string) string {
 }
 
 // callNames are an op's delegate calls as "type VERB".
-func callNames(op libchain.Op) []string {
+func callNames(op journal.Op) []string {
 	var out []string
 	for _, c := range op.Calls {
 		out = append(out, c.Type+" "+c.Verb)

@@ -10,9 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/catena-cni/catena/libchain"
 	"github.com/stretchr/testify/require"
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/catena-cni/catena/libchain/journal"
 )
 
 // nodeState is what the node holds for its network, as seen from outside.
@@ -93,13 +94,13 @@ func (n *k8sNode) sandboxes(t *testing.T, app string) []*cri.PodSandbox {
 }
 
 // ops reads Catena's event journal on the node.
-func (n *k8sNode) ops(t *testing.T) []libchain.Op {
+func (n *k8sNode) ops(t *testing.T) []journal.Op {
 	t.Helper()
 	return catenaOps(t, n.cacheDir())
 }
 
 // countOps counts the ops of a verb (and outcome, unless empty).
-func countOps(ops []libchain.Op, verb, outcome string) int {
+func countOps(ops []journal.Op, verb, outcome string) int {
 	c := 0
 	for _, op := range ops {
 		if op.Verb == verb && (outcome == "" || op.Outcome == outcome) {

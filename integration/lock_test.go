@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/catena-cni/catena/libchain"
+	"github.com/catena-cni/catena/libchain/journal"
 )
 
 // hangingFailer hangs ADD for hang, after starting a child in its process
@@ -124,7 +124,7 @@ func TestLockHolderWaitersAndRuntimeDeadline(t *testing.T) {
 	assert.Empty(t, w.hostVeths())
 	assert.Empty(t, w.records(net))
 	assert.Empty(t, w.lockFiles(), "lock files do not pile up, not even a dead holder's")
-	ops, _, err := libchain.ReadEvents(afero.NewOsFs(), w.cacheDir, started)
+	ops, _, err := journal.Read(afero.NewOsFs(), w.cacheDir, started)
 	require.NoError(t, err)
 	require.NotEmpty(t, ops)
 	last := ops[len(ops)-1]
@@ -163,7 +163,7 @@ func TestDelegateTimeoutRealChain(t *testing.T) {
 	assert.Empty(t, w.records(net))
 	assert.Empty(t, w.lockFiles())
 
-	ops, _, err := libchain.ReadEvents(afero.NewOsFs(), w.cacheDir, started)
+	ops, _, err := journal.Read(afero.NewOsFs(), w.cacheDir, started)
 	require.NoError(t, err)
 	require.Len(t, ops, 1)
 	op := ops[0]

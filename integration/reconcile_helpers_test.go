@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/require"
 
-	"github.com/catena-cni/catena/libchain"
+	"github.com/catena-cni/catena/libchain/journal"
 )
 
 // reconcileFlags are run's reconciler flags against the node's containerd.
@@ -111,9 +111,9 @@ func (p *agentProc) waitFor(what string, timeout time.Duration, cond func() (boo
 }
 
 // opsOf are the operations of the given verbs in the node's journal.
-func (n *agentNode) opsOf(verbs ...string) []libchain.Op {
+func (n *agentNode) opsOf(verbs ...string) []journal.Op {
 	n.t.Helper()
-	var out []libchain.Op
+	var out []journal.Op
 	for _, op := range catenaOps(n.t, n.w.cacheDir) {
 		for _, v := range verbs {
 			if op.Verb == v {

@@ -9,47 +9,21 @@ import (
 	"time"
 
 	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/libchain/journal"
 )
 
 // DefaultSlowThreshold is when an operation is logged as slow, unless the
 // config sets slowThreshold.
 const DefaultSlowThreshold = 10 * time.Second
 
-// Op is the summary of one operation: what was called, how long each call
-// and the lock wait took, and how it ended. The engine logs it as one line
-// and hands it to Engine.OnOp (the event journal) when set.
-type Op struct {
-	Verb       string        `json:"verb"`
-	Attachment string        `json:"attachment,omitempty"`
-	Start      time.Time     `json:"start"`
-	Duration   time.Duration `json:"durationNs"`
-	LockWait   time.Duration `json:"lockWaitNs"`
-	Calls      []OpCall      `json:"calls,omitempty"`
-	Rollback   bool          `json:"rollback,omitempty"`
-	Outcome    string        `json:"outcome"`
-	Error      string        `json:"error,omitempty"`
-	// Truncated says that the event journal's writer cut this Op's texts,
-	// or dropped its calls, to fit MaxEventLine (encodeEvent).
-	Truncated bool `json:"truncated,omitempty"`
-	// Adopted names the source of the attachment that a DEL with no
-	// record adopted and tore down (orphan.go).
-	Adopted string `json:"adopted,omitempty"`
-	// NetNSReplaced names the attachments this operation tore down
-	// without CNI_NETNS because another namespace than the ADD's stood at
-	// their netns path (teardownNetNS): their delegates freed IPs and
-	// rules and left that namespace, another pod's, alone.
-	NetNSReplaced []string `json:"netnsReplaced,omitempty"`
-	// Pod is the Kubernetes pod of the attachment, from the K8S_POD_*
-	// CNI_ARGS that a CRI runtime passes; nil for any other caller.
-	Pod *OpPod `json:"pod,omitempty"`
-}
-
-// OpPod names the Kubernetes pod of an operation.
-type OpPod struct {
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-	UID       string `json:"uid,omitempty"`
-}
+// Op, OpCall and OpPod are the event journal's (package journal): the
+// engine fills one Op per operation, logs it as one line and hands it to
+// Engine.OnOp (journal.OnOp appends it to the journal) when set.
+type (
+	Op     = journal.Op
+	OpCall = journal.OpCall
+	OpPod  = journal.OpPod
+)
 
 // CNIArgs yields the key=value pairs of CNI_ARGS in order, skipping any
 // part without "=".
@@ -82,15 +56,6 @@ func PodOf(cniArgs string) *OpPod {
 		return nil
 	}
 	return &p
-}
-
-// OpCall is one delegate invocation within an Op.
-type OpCall struct {
-	Index    int           `json:"index"`
-	Type     string        `json:"type"`
-	Verb     string        `json:"verb"`
-	Duration time.Duration `json:"durationNs"`
-	Error    string        `json:"error,omitempty"`
 }
 
 type opKey struct{}

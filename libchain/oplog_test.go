@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/catena-cni/catena/libchain/journal"
 )
 
 func TestOperationSummary(t *testing.T) {
@@ -77,4 +81,30 @@ func TestSlowOperationWarns(t *testing.T) {
 	conf.SlowThreshold = time.Hour
 	require.NoError(t, h.eng.Del(context.Background(), req(conf, "c1")))
 	assert.Empty(t, logs.String(), "a fast, successful operation logs nothing at warn level")
+}
+
+// TestJournalHalvesBoundTexts: an operation whose delegate texts are each
+// bounded to MaxText, too long for a journal line as it is but not once
+// they are cut to half of that, is journaled with each cut to half of
+// MaxText, no shorter: the journal's first cut follows the engine's bound.
+func TestJournalHalvesBoundTexts(t *testing.T) {
+	dir := t.TempDir()
+	text := BoundText(strings.Repeat("<", 2*MaxText)) // written \u003c: six bytes each
+	op := Op{Verb: "ADD", Attachment: "podnet/c1/eth0", Outcome: "error", Error: text}
+	for i := range 2 {
+		op.Calls = append(op.Calls, OpCall{Index: i, Type: "bridge", Verb: "DEL", Error: text})
+	}
+	require.Greater(t, 3*6*MaxText, journal.MaxLine, "too long as it is")
+	require.Less(t, 3*6*MaxText/2+1024, journal.MaxLine, "short enough once halved")
+	require.NoError(t, (&journal.Writer{CacheDir: dir}).Append(op))
+	ops, skipped, err := journal.Read(afero.NewOsFs(), dir, time.Time{})
+	require.NoError(t, err)
+	require.Zero(t, skipped.Lines)
+	require.Len(t, ops, 1)
+	half := strings.Repeat("<", MaxText/2) + fmt.Sprintf("... [truncated %d bytes]", len(text)-MaxText/2)
+	assert.True(t, ops[0].Truncated)
+	assert.Equal(t, half, ops[0].Error)
+	for _, c := range ops[0].Calls {
+		assert.Equal(t, half, c.Error)
+	}
 }

@@ -2,10 +2,7 @@ package libchain
 
 import (
 	"context"
-	"os"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/containernetworking/cni/pkg/types"
 	"github.com/spf13/afero"
@@ -115,45 +112,4 @@ func TestStatusReportsCatenaOwnProblems(t *testing.T) {
 	eng.Store = cache.NewDiskStore(fs, "/var/lib/cni/catena", cache.NewMemLocker())
 	require.NoError(t, eng.Status(context.Background(), gcReq(conf)))
 	assert.Equal(t, []string{"STATUS ipam"}, exec.seen())
-}
-
-func TestEventJournal(t *testing.T) {
-	dir := t.TempDir()
-	j := &EventJournal{CacheDir: dir}
-	t0 := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	for i := range 3 {
-		require.NoError(t, j.Append(Op{Verb: "ADD", Attachment: "n/c/eth0", Start: t0.Add(time.Duration(i) * time.Minute), Outcome: "ok",
-			Calls: []OpCall{{Index: 0, Type: "bridge", Verb: "ADD", Duration: time.Millisecond}}}))
-	}
-	ops, skipped, err := ReadEvents(afero.NewOsFs(), dir, t0.Add(time.Minute))
-	require.NoError(t, err)
-	assert.Zero(t, skipped)
-	require.Len(t, ops, 2)
-	assert.Equal(t, "bridge", ops[0].Calls[0].Type)
-	assert.Equal(t, time.Millisecond, ops[0].Calls[0].Duration)
-	fi, err := afero.NewOsFs().Stat(EventsPath(dir))
-	require.NoError(t, err)
-	assert.Equal(t, "-rw-------", fi.Mode().Perm().String())
-}
-
-func TestEventJournalRotates(t *testing.T) {
-	dir := t.TempDir()
-	j := &EventJournal{CacheDir: dir}
-	big := strings.Repeat("x", 60<<10) // a line short of MaxEventLine
-	t0 := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	for i := range 80 {
-		require.NoError(t, j.Append(Op{Verb: "DEL", Start: t0.Add(time.Duration(i) * time.Second), Error: big}))
-	}
-	main, err := os.Stat(EventsPath(dir))
-	require.NoError(t, err)
-	rotated, err := os.Stat(EventsPath(dir) + ".1")
-	require.NoError(t, err)
-	assert.Less(t, main.Size(), int64(eventsMaxSize))
-	assert.GreaterOrEqual(t, rotated.Size(), int64(eventsMaxSize))
-	ops, skipped, err := ReadEvents(afero.NewOsFs(), dir, time.Time{})
-	require.NoError(t, err)
-	assert.Zero(t, skipped, "60 KiB lines are read")
-	require.Len(t, ops, 80, "rotation loses nothing")
-	assert.Equal(t, big, ops[79].Error, "nor cuts anything")
-	assert.Equal(t, t0, ops[0].Start, "the rotated file is read first")
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/catena-cni/catena/node/agent"
 	"github.com/catena-cni/catena/node/kevents"
+	"github.com/catena-cni/catena/node/metrics"
 	"github.com/catena-cni/catena/node/nodeconf"
 )
 
@@ -52,7 +53,8 @@ func inCluster(log *slog.Logger) *rest.Config {
 // setup returns the events component, and wraps the installer's observer
 // to report conflist facts on the Node; nothing when --events is false or
 // the agent runs outside a cluster (logged, catena_events_enabled 0).
-func (f *eventsFlags) setup(ctx context.Context, cfg *rest.Config, cacheDir string, reg prometheus.Registerer, inst *nodeconf.Installer, log *slog.Logger) []agent.Named {
+func (f *eventsFlags) setup(ctx context.Context, cfg *rest.Config, cacheDir string, m *metrics.Metrics, inst *nodeconf.Installer, log *slog.Logger) []agent.Named {
+	reg := m.Registry
 	enabled := prometheus.NewGauge(prometheus.GaugeOpts{Name: "catena_events_enabled",
 		Help: "1 while the agent records Kubernetes events, 0 when it does not (disabled, or not in a cluster)."})
 	reg.MustRegister(enabled)
@@ -75,11 +77,8 @@ func (f *eventsFlags) setup(ctx context.Context, cfg *rest.Config, cacheDir stri
 	enabled.Set(1)
 	sink := kevents.NewSink(ctx, cs, f.node, reg, 0)
 	inst.Observer = &kevents.NodeObserver{Next: inst.Observer, Emitter: sink, Node: f.node}
-	unreadable := prometheus.NewCounter(prometheus.CounterOpts{Name: "catena_events_skipped_journal_lines_total",
-		Help: "Lines of the event journal that the events watcher skipped because they are not an operation (longer than 64 KiB, not JSON, torn): no event was made of them."})
-	reg.MustRegister(unreadable)
 	w := &kevents.Watcher{CacheDir: cacheDir, Node: f.node, HeldThreshold: f.threshold, Interval: f.interval,
-		Emitter: sink, Log: log, Unreadable: unreadable}
+		Emitter: sink, Log: log, Unreadable: m.JournalSkipped(metrics.ReaderEvents)}
 	if err := w.Start(); err != nil {
 		log.Warn("events: reading the event journal", "error", err)
 	}

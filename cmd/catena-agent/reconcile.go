@@ -58,7 +58,7 @@ func (r *reconcileFlags) setup(mux *http.ServeMux, cacheDir, cniPath string, log
 		return nil, err
 	}
 	tail := metrics.NewJournalTail(cacheDir, m)
-	tail.Log = log.With("reader", "metrics")
+	tail.Log = log.With("reader", metrics.ReaderMetrics)
 	h := m.Handler(tail, log)
 	mux.Handle("GET /metrics", h)
 	o := &observability{metrics: m, handler: h}

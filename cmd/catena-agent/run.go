@@ -94,7 +94,7 @@ On SIGTERM it exits leaving every file in place.`,
 			}
 			inst.Observer = obs.metrics
 			kcfg := inCluster(log)
-			events := ef.setup(cmd.Context(), kcfg, f.cfg.Catena.CacheDir, obs.metrics.Registry, inst, log)
+			events := ef.setup(cmd.Context(), kcfg, f.cfg.Catena.CacheDir, obs.metrics, inst, log)
 			secure, err := sf.setup(kcfg, obs.handler, log)
 			if err != nil {
 				return err

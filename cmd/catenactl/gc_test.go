@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/catena-cni/catena/cache"
-	"github.com/catena-cni/catena/libchain"
+	"github.com/catena-cni/catena/libchain/journal"
 )
 
 func TestGC(t *testing.T) {
@@ -175,9 +175,9 @@ func TestGCJournals(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "valid.json")
 	require.NoError(t, os.WriteFile(p, []byte(`[]`), 0o600))
 	journal := func() []string {
-		ops, skipped, err := libchain.ReadEvents(afero.NewOsFs(), f.cacheDir, time.Time{})
+		ops, skipped, err := journal.Read(afero.NewOsFs(), f.cacheDir, time.Time{})
 		require.NoError(t, err)
-		require.Zero(t, skipped)
+		require.Zero(t, skipped.Lines)
 		var out []string
 		for _, op := range ops {
 			out = append(out, strings.Join([]string{op.Verb, op.Attachment, op.Outcome}, " "))

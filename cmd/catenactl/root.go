@@ -17,6 +17,7 @@ import (
 	"github.com/catena-cni/catena/cmd/internal/cli"
 	"github.com/catena-cni/catena/libchain"
 	"github.com/catena-cni/catena/libchain/invoke"
+	"github.com/catena-cni/catena/libchain/journal"
 )
 
 const (
@@ -163,7 +164,7 @@ func (a *app) engine() (*libchain.Engine, libchain.Request, func() error, error)
 		Exec:     exec,
 		Versions: libchain.NewCachedProber(exec, afero.NewOsFs(), conf.CacheDir, log),
 		Log:      log,
-		OnOp:     libchain.OnOp(conf.CacheDir, log),
+		OnOp:     journal.OnOp(conf.CacheDir, log),
 	}
 	req := libchain.Request{Conf: conf, Args: libchain.RuntimeArgs{Path: a.resolveCNIPath()}}
 	return eng, req, closeLog, nil

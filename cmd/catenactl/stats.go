@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/catena-cni/catena/cmd/internal/cli"
-	"github.com/catena-cni/catena/libchain"
+	"github.com/catena-cni/catena/libchain/journal"
 )
 
 const defaultWindow = time.Hour
@@ -76,17 +76,17 @@ func (a *app) loadStats(window time.Duration) (*stats, error) {
 		return nil, err
 	}
 	now := a.now()
-	ops, skipped, err := libchain.ReadEvents(afero.NewOsFs(), cacheDir, now.Add(-window))
+	ops, skipped, err := journal.Read(afero.NewOsFs(), cacheDir, now.Add(-window))
 	if err != nil {
 		return nil, err
 	}
 	s := summarise(ops, now.Add(-window), now)
-	s.Skipped = skipped
+	s.Skipped = skipped.Lines
 	return s, nil
 }
 
 // summarise aggregates ops by verb and by (delegate, verb).
-func summarise(ops []libchain.Op, since, until time.Time) *stats {
+func summarise(ops []journal.Op, since, until time.Time) *stats {
 	byVerb := map[string]*opStats{}
 	type callKey struct {
 		index     int

@@ -1,5 +1,5 @@
 // Package kevents turns the operations of Catena's event journal into
-// Kubernetes Events: a pure mapping from libchain.Op to facts (Mapper) and
+// Kubernetes Events: a pure mapping from journal.Op to facts (Mapper) and
 // a sink that records them through client-go's event broadcaster (Sink).
 package kevents
 
@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/catena-cni/catena/libchain"
+	"github.com/catena-cni/catena/libchain/journal"
 )
 
 // Event reasons, as they appear in `kubectl get events`.
@@ -53,7 +53,7 @@ var teardownVerbs = map[string]bool{"DEL": true, "RETRY": true, "REPAIR": true, 
 // held is one attachment whose teardown stopped at a failed DEL.
 type held struct {
 	since time.Time
-	pod   *libchain.OpPod
+	pod   *journal.OpPod
 }
 
 // Mapper maps operations to facts. It remembers which attachments hold
@@ -69,7 +69,7 @@ func NewMapper() *Mapper { return &Mapper{held: map[string]held{}} }
 
 // Map returns the facts of one operation: none for an operation of no pod
 // or of no interest.
-func (m *Mapper) Map(op libchain.Op) []Fact {
+func (m *Mapper) Map(op journal.Op) []Fact {
 	var facts []Fact
 	failedDel := failedCalls(op, "DEL")
 	switch {
@@ -151,13 +151,13 @@ func (m *Mapper) NodeHeld(node string, threshold int) (Fact, bool) {
 			oldest, since.UTC().Format(time.RFC3339))}, true
 }
 
-func (m *Mapper) hold(op libchain.Op) {
+func (m *Mapper) hold(op journal.Op) {
 	if _, ok := m.held[op.Attachment]; !ok && op.Attachment != "" {
 		m.held[op.Attachment] = held{since: op.Start, pod: op.Pod}
 	}
 }
 
-func (m *Mapper) podFact(op libchain.Op, typ, reason, msg string) Fact {
+func (m *Mapper) podFact(op journal.Op, typ, reason, msg string) Fact {
 	var o Object
 	if op.Pod != nil {
 		o = Object{Kind: "Pod", Namespace: op.Pod.Namespace, Name: op.Pod.Name, UID: op.Pod.UID}
@@ -165,8 +165,8 @@ func (m *Mapper) podFact(op libchain.Op, typ, reason, msg string) Fact {
 	return Fact{Object: o, Type: typ, Reason: reason, Message: msg}
 }
 
-func failedCalls(op libchain.Op, verb string) []libchain.OpCall {
-	var out []libchain.OpCall
+func failedCalls(op journal.Op, verb string) []journal.OpCall {
+	var out []journal.OpCall
 	for _, c := range op.Calls {
 		if c.Verb == verb && c.Error != "" {
 			out = append(out, c)
@@ -177,12 +177,12 @@ func failedCalls(op libchain.Op, verb string) []libchain.OpCall {
 
 // requiredFailures are the failed DELs of delegates whose ADD succeeded
 // in op.
-func requiredFailures(op libchain.Op, failed []libchain.OpCall) []libchain.OpCall {
+func requiredFailures(op journal.Op, failed []journal.OpCall) []journal.OpCall {
 	added := map[int]bool{}
 	for _, c := range okCalls(op, "ADD") {
 		added[c.Index] = true
 	}
-	var out []libchain.OpCall
+	var out []journal.OpCall
 	for _, c := range failed {
 		if added[c.Index] {
 			out = append(out, c)
@@ -191,8 +191,8 @@ func requiredFailures(op libchain.Op, failed []libchain.OpCall) []libchain.OpCal
 	return out
 }
 
-func okCalls(op libchain.Op, verb string) []libchain.OpCall {
-	var out []libchain.OpCall
+func okCalls(op journal.Op, verb string) []journal.OpCall {
+	var out []journal.OpCall
 	for _, c := range op.Calls {
 		if c.Verb == verb && c.Error == "" {
 			out = append(out, c)
@@ -201,9 +201,9 @@ func okCalls(op libchain.Op, verb string) []libchain.OpCall {
 	return out
 }
 
-func delegate(c libchain.OpCall) string { return fmt.Sprintf("delegate %d (%s)", c.Index, c.Type) }
+func delegate(c journal.OpCall) string { return fmt.Sprintf("delegate %d (%s)", c.Index, c.Type) }
 
-func delegates(cs []libchain.OpCall) string {
+func delegates(cs []journal.OpCall) string {
 	names := make([]string, len(cs))
 	for i, c := range cs {
 		names[i] = delegate(c)

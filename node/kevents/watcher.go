@@ -8,7 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/catena-cni/catena/libchain"
+	"github.com/catena-cni/catena/libchain/journal"
 	"github.com/catena-cni/catena/node/metrics"
 	"github.com/catena-cni/catena/node/nodeconf"
 )
@@ -41,23 +41,23 @@ type Watcher struct {
 	Emitter       Emitter
 	Log           *slog.Logger
 	// Unreadable, when set, counts the journal lines the watcher skipped
-	// because they are not an operation (metrics.JournalTail): no event
+	// because they are not an operation (journal.Tail): no event
 	// was made of them. They are logged on Log.
 	Unreadable prometheus.Counter
 
 	mapper   *Mapper
-	tail     *metrics.JournalTail
-	ops      []libchain.Op
+	tail     *journal.Tail
+	ops      []journal.Op
 	lastHeld time.Time
 }
 
 // Start skips what the journal holds now; Run calls it if it was not.
 func (w *Watcher) Start() error {
 	w.mapper = NewMapper()
-	w.tail = &metrics.JournalTail{CacheDir: w.CacheDir, Path: libchain.EventsPath(w.CacheDir),
-		Handle: func(op libchain.Op) { w.ops = append(w.ops, op) }, Unreadable: w.Unreadable}
+	w.tail = &journal.Tail{CacheDir: w.CacheDir,
+		Handle: func(op journal.Op) { w.ops = append(w.ops, op) }, Unreadable: w.Unreadable}
 	if w.Log != nil {
-		w.tail.Log = w.Log.With("reader", "events")
+		w.tail.Log = w.Log.With("reader", metrics.ReaderEvents)
 	}
 	err := w.tail.Poll()
 	w.ops = nil

@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/catena-cni/catena/libchain"
+	"github.com/catena-cni/catena/libchain/journal"
 	"github.com/catena-cni/catena/node/nodeconf"
 	"github.com/catena-cni/catena/node/reconcile"
 )
@@ -22,7 +22,7 @@ type Metrics struct {
 
 	ops           *prometheus.CounterVec
 	opDuration    *prometheus.HistogramVec
-	skippedLines  prometheus.Counter
+	skippedLines  *prometheus.CounterVec
 	netnsReplaced prometheus.Counter
 
 	records    *prometheus.GaugeVec
@@ -74,8 +74,8 @@ func New() *Metrics {
 		Help: "Catena operations read from the event journal, by verb and outcome (ok or error)."}, []string{"verb", "outcome"})
 	m.opDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "catena_operation_duration_seconds",
 		Help: "Duration of Catena operations read from the event journal, by verb and outcome (ok or error).", Buckets: opBuckets}, []string{"verb", "outcome"})
-	m.skippedLines = counter("catena_event_journal_skipped_lines_total",
-		"Lines of the event journal that were not an operation (junk, torn or too long) and were skipped.")
+	m.skippedLines = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "catena_event_journal_skipped_lines_total",
+		Help: "Lines of the event journal that were not an operation (junk, torn or too long) and were skipped, by reader: metrics (the operation metrics) or events (the Kubernetes events, of which no event was made)."}, []string{"reader"})
 	m.netnsReplaced = counter("catena_teardown_netns_replaced_total",
 		"Teardowns run without CNI_NETNS because another namespace than the ADD's stood at the attachment's netns path (a reused path): the delegates freed IPs and rules and left that namespace alone.")
 	m.records = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "catena_records",
@@ -104,13 +104,27 @@ func New() *Metrics {
 	for _, by := range []string{nodeconf.TakenByCilium, nodeconf.TakenByOther} {
 		m.conflistUndone.WithLabelValues(by)
 	}
-	m.Registry.MustRegister(m.ops, m.opDuration, m.records, m.kept, m.retries, m.adoptions, m.conflistUndone,
+	m.Registry.MustRegister(m.ops, m.opDuration, m.skippedLines, m.records, m.kept, m.retries, m.adoptions, m.conflistUndone,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
+// The agent's readers of the event journal: the reader label of
+// catena_event_journal_skipped_lines_total, and of their log lines.
+const (
+	ReaderMetrics = "metrics" // NewJournalTail
+	ReaderEvents  = "events"  // the Kubernetes events' watcher
+)
+
+// JournalSkipped counts the journal lines that reader skipped because
+// they are not an operation: catena_event_journal_skipped_lines_total,
+// whose series for reader it creates.
+func (m *Metrics) JournalSkipped(reader string) prometheus.Counter {
+	return m.skippedLines.WithLabelValues(reader)
+}
+
 // ObserveOp counts one operation of the event journal.
-func (m *Metrics) ObserveOp(op libchain.Op) {
+func (m *Metrics) ObserveOp(op journal.Op) {
 	verb, outcome := label(op.Verb), label(op.Outcome)
 	m.ops.WithLabelValues(verb, outcome).Inc()
 	m.opDuration.WithLabelValues(verb, outcome).Observe(op.Duration.Seconds())

@@ -1,9 +1,7 @@
 package metrics
 
 import (
-	"bytes"
 	"encoding/json"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,14 +15,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/catena-cni/catena/cache"
-	"github.com/catena-cni/catena/libchain"
+	"github.com/catena-cni/catena/libchain/journal"
 	"github.com/catena-cni/catena/node/nodeconf"
 	"github.com/catena-cni/catena/node/reconcile"
 )
 
 func opLine(t *testing.T, verb, outcome string, d time.Duration) string {
 	t.Helper()
-	b, err := json.Marshal(libchain.Op{Verb: verb, Outcome: outcome, Duration: d, Start: time.Now()})
+	b, err := json.Marshal(journal.Op{Verb: verb, Outcome: outcome, Duration: d, Start: time.Now()})
 	require.NoError(t, err)
 	return string(b) + "\n"
 }
@@ -43,7 +41,7 @@ func appendTo(t *testing.T, path, s string) {
 // (skipped and counted, in bounded memory).
 func TestJournalTail(t *testing.T) {
 	dir := t.TempDir()
-	path := libchain.EventsPath(dir)
+	path := journal.Path(dir)
 	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o700))
 	m := New()
 	tail := NewJournalTail(dir, m)
@@ -60,7 +58,7 @@ func TestJournalTail(t *testing.T) {
 	half := opLine(t, "GC", "ok", time.Millisecond)
 	appendTo(t, path, junk+half[:10])
 	require.NoError(t, tail.Poll())
-	assert.Equal(t, 4.0, testutil.ToFloat64(m.skippedLines))
+	assert.Equal(t, 4.0, testutil.ToFloat64(m.skippedLines.WithLabelValues(ReaderMetrics)))
 	assert.Equal(t, 1.0, ops("other", "ok"), "a hostile verb is one bounded label")
 	assert.Equal(t, 0.0, ops("gc", "ok"), "half a line waits")
 	appendTo(t, path, half[10:])
@@ -77,43 +75,10 @@ func TestJournalTail(t *testing.T) {
 	assert.Equal(t, 2.0, ops("del", "ok"))
 	assert.Equal(t, 1.0, ops("reclaim", "ok"))
 	assert.Equal(t, 2.0, ops("add", "ok"), "nothing counted twice")
-	assert.Equal(t, 4.0, testutil.ToFloat64(m.skippedLines))
+	assert.Equal(t, 4.0, testutil.ToFloat64(m.skippedLines.WithLabelValues(ReaderMetrics)))
 	n, err := testutil.GatherAndCount(m.Registry, "catena_operation_duration_seconds")
 	require.NoError(t, err)
 	assert.Equal(t, 6, n, "one histogram per verb and outcome seen: add, del ok and error, gc, reclaim, other")
-}
-
-// TestJournalTailBound: the tail reads a line of libchain.MaxEventLine
-// bytes, as ReadEvents does and as long as Append ever writes; one byte
-// more is skipped, counted and logged, once per poll.
-func TestJournalTailBound(t *testing.T) {
-	dir := t.TempDir()
-	path := libchain.EventsPath(dir)
-	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o700))
-	m := New()
-	var logs bytes.Buffer
-	tail := NewJournalTail(dir, m)
-	tail.Log = slog.New(slog.NewJSONHandler(&logs, nil))
-	padded := func(n int) string { // an operation of n bytes
-		op := `{"verb":"ADD","outcome":"ok"}`
-		return op[:len(op)-1] + strings.Repeat(" ", n-len(op)) + "}\n"
-	}
-	appendTo(t, path, padded(libchain.MaxEventLine)+padded(libchain.MaxEventLine+1)+"junk\n")
-	require.NoError(t, tail.Poll())
-	assert.Equal(t, 1.0, testutil.ToFloat64(m.ops.WithLabelValues("add", "ok")))
-	assert.Equal(t, 2.0, testutil.ToFloat64(m.skippedLines))
-	var warning map[string]any
-	require.NoError(t, json.Unmarshal(logs.Bytes(), &warning), "one warning: %s", logs.String())
-	assert.Equal(t, 2.0, warning["lines"])
-	assert.Equal(t, float64(libchain.MaxEventLine+1), warning["offset"], "the second line")
-	assert.Equal(t, float64(libchain.MaxEventLine+2), warning["bytes"], "with its newline")
-	assert.Equal(t, "longer than 65536 bytes", warning["why"])
-
-	logs.Reset()
-	appendTo(t, path, padded(100))
-	require.NoError(t, tail.Poll())
-	assert.Empty(t, logs.String(), "a poll that skips nothing logs nothing")
-	assert.Equal(t, 2.0, testutil.ToFloat64(m.ops.WithLabelValues("add", "ok")))
 }
 
 // TestObservePassAndLint: a pass's report sets the gauges and counters,
@@ -125,7 +90,7 @@ func TestObservePassAndLint(t *testing.T) {
 		Counts: []reconcile.RecordCount{{Network: "podnet", Phase: string(cache.PhaseComplete), Count: 7}, {Network: "podnet", Phase: "unreadable", Count: 1}}})
 	m.ObservePass(&reconcile.Report{Start: time.Now(), Kept: 5, EmptyList: true, Counts: []reconcile.RecordCount{{Network: "podnet", Phase: string(cache.PhaseComplete), Count: 6}}})
 	m.ObserveAdoption(3, 1, 0)
-	m.ObserveOp(libchain.Op{Verb: "ADD", Outcome: "ok", Duration: time.Millisecond})
+	m.ObserveOp(journal.Op{Verb: "ADD", Outcome: "ok", Duration: time.Millisecond})
 	assert.Equal(t, 2.0, testutil.ToFloat64(m.passes))
 	assert.Equal(t, 1.0, testutil.ToFloat64(m.passErrors))
 	assert.Equal(t, 3.0, testutil.ToFloat64(m.candidates))
@@ -264,8 +229,8 @@ func gather(t *testing.T, m *Metrics, name, label string) float64 {
 // CNI_NETNS, because another namespace stood at its path, is counted.
 func TestNetNSReplacedCounted(t *testing.T) {
 	m := New()
-	m.ObserveOp(libchain.Op{Verb: "DEL", Outcome: "ok", NetNSReplaced: []string{"podnet/a/eth0"}})
-	m.ObserveOp(libchain.Op{Verb: "GC", Outcome: "ok", NetNSReplaced: []string{"podnet/b/eth0", "podnet/c/eth0"}})
-	m.ObserveOp(libchain.Op{Verb: "DEL", Outcome: "ok"})
+	m.ObserveOp(journal.Op{Verb: "DEL", Outcome: "ok", NetNSReplaced: []string{"podnet/a/eth0"}})
+	m.ObserveOp(journal.Op{Verb: "GC", Outcome: "ok", NetNSReplaced: []string{"podnet/b/eth0", "podnet/c/eth0"}})
+	m.ObserveOp(journal.Op{Verb: "DEL", Outcome: "ok"})
 	assert.Equal(t, 3.0, testutil.ToFloat64(m.netnsReplaced))
 }

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/catena-cni/catena/cache"
-	"github.com/catena-cni/catena/libchain"
+	"github.com/catena-cni/catena/libchain/journal"
 	"github.com/catena-cni/catena/node/nodeconf"
 	"github.com/catena-cni/catena/node/reconcile"
 )
@@ -41,7 +41,8 @@ var catenaSeries = regexp.MustCompile(`\bcatena_[a-z_]+`)
 // every kind of observation has been made.
 func exportedNames(t *testing.T) []string {
 	m := New()
-	m.ObserveOp(libchain.Op{Verb: "ADD", Outcome: "ok", Duration: time.Millisecond})
+	NewJournalTail(t.TempDir(), m)
+	m.ObserveOp(journal.Op{Verb: "ADD", Outcome: "ok", Duration: time.Millisecond})
 	m.ObservePass(&reconcile.Report{Start: time.Now(), Reclaimed: 1, Kept: 1, RuntimeError: "x", Retried: 1, RetryFailed: 1,
 		Abandoned: 1, Held: 1, OldestHeld: time.Second,
 		Counts: []reconcile.RecordCount{{Network: "podnet", Phase: string(cache.PhaseComplete), Count: 1}}})
@@ -129,7 +130,7 @@ func trimSuffixes(s string) string {
 func TestAlertRulesPromtool(t *testing.T) {
 	promtool := os.Getenv("PROMTOOL")
 	if promtool == "" {
-		promtool = filepath.Join("..", "bin", "tools", "promtool")
+		promtool = filepath.Join("..", "..", "bin", "tools", "promtool")
 	}
 	if _, err := os.Stat(promtool); err != nil {
 		if os.Getenv("CI") == "true" {

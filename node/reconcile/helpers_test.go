@@ -18,6 +18,7 @@ import (
 
 	"github.com/catena-cni/catena/cache"
 	"github.com/catena-cni/catena/libchain"
+	"github.com/catena-cni/catena/libchain/journal"
 )
 
 // fakeLister answers ListPodSandbox from a set, or fails; hook, if set, runs
@@ -119,7 +120,7 @@ type world struct {
 	exec  *fakeExec
 	rt    *fakeLister
 	eng   *libchain.Engine
-	ops   []libchain.Op
+	ops   []journal.Op
 	clock time.Time
 	bo    *MemBackoff
 	opts  Options
@@ -202,7 +203,7 @@ func newWorld(t testing.TB) *world {
 		StatNetNS: func(string) (cache.NetNSIdentity, error) {
 			return cache.NetNSIdentity{}, errors.New("no netns in unit tests")
 		},
-		OnOp: func(op libchain.Op) { w.ops = append(w.ops, op) }}
+		OnOp: func(op journal.Op) { w.ops = append(w.ops, op) }}
 	w.opts = Options{Grace: testGrace, CNIPath: "/opt/cni/bin"}
 	return w
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/catena-cni/catena/cache"
 	"github.com/catena-cni/catena/libchain"
 	"github.com/catena-cni/catena/libchain/invoke"
+	"github.com/catena-cni/catena/libchain/journal"
 	"github.com/catena-cni/catena/libchain/libcnientry"
 )
 
@@ -86,7 +87,7 @@ func newEngine(conf *libchain.NetConf) (*libchain.Engine, func(), error) {
 		Exec:     exec,
 		Versions: libchain.NewCachedProber(exec, afero.NewOsFs(), conf.CacheDir, log),
 		Log:      log,
-		OnOp:     libchain.OnOp(conf.CacheDir, log),
+		OnOp:     journal.OnOp(conf.CacheDir, log),
 	}
 	if conf.LibcniResultsDir != "" {
 		atDel, err := libcnientry.NewAtDel(conf.LibcniResultsDir, nil, log)

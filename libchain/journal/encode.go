@@ -1,13 +1,19 @@
-package libchain
+package journal
 
 import (
 	"encoding/json"
 	"fmt"
+	"unicode/utf8"
 )
 
-// encodeEvent returns op's journal line, newline included, of at most
-// limit bytes before the newline. An Op is a few hundred bytes plus the
-// texts delegates control, each bounded to MaxText before it is encoded;
+// textBound is the bound to which the engine cuts each text a delegate
+// controls before it reaches an Op (libchain.MaxText): encode's first cut
+// keeps half of it.
+const textBound = 4 << 10
+
+// encode returns op's journal line, newline included, of at most limit
+// bytes before the newline. An Op is a few hundred bytes plus the texts
+// delegates control, each bounded to textBound before it is encoded;
 // escaping can grow a text sixfold (a '<' is written \u003c), and an
 // operation carries one per failed call and its own error. When op does
 // not fit, its error texts are cut shorter and shorter: each keeps a
@@ -17,7 +23,7 @@ import (
 // the readers count and map the operation by: verb, attachment, start,
 // durations, rollback, outcome and pod. A line the writer shrank says
 // so: its Truncated is set.
-func encodeEvent(op Op, limit int) ([]byte, error) {
+func encode(op Op, limit int) ([]byte, error) {
 	line, err := json.Marshal(op)
 	if err != nil {
 		return nil, fmt.Errorf("encoding %s of %s: %w", op.Verb, op.Attachment, err)
@@ -26,7 +32,7 @@ func encodeEvent(op Op, limit int) ([]byte, error) {
 		return append(line, '\n'), nil
 	}
 	op.Truncated = true
-	for keep := MaxText / 2; ; keep /= 2 {
+	for keep := textBound / 2; ; keep /= 2 {
 		if line, err = fitEvent(cutTexts(op, keep), limit); line != nil || err != nil {
 			return line, err
 		}
@@ -42,7 +48,7 @@ func encodeEvent(op Op, limit int) ([]byte, error) {
 	}
 	// The attachment (a container ID has no bound) or the pod (from
 	// CNI_ARGS) is what does not fit.
-	minimal.Attachment, minimal.Adopted, minimal.Pod = cutText(op.Attachment, MaxText), "", nil
+	minimal.Attachment, minimal.Adopted, minimal.Pod = cutText(op.Attachment, textBound), "", nil
 	if line, err = fitEvent(minimal, limit); line != nil || err != nil {
 		return line, err
 	}
@@ -74,4 +80,19 @@ func cutTexts(op Op, keep int) Op {
 		op.Calls = calls
 	}
 	return op
+}
+
+// cutText returns s if it is at most n bytes (n >= 0), else its first n
+// bytes or fewer, cut at a UTF-8 boundary, followed by a marker saying how
+// many bytes were dropped: the marker of libchain.BoundText, so that a
+// reader sees one form of cut text.
+func cutText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("... [truncated %d bytes]", len(s)-cut)
 }

@@ -1,4 +1,4 @@
-package libchain
+package journal
 
 import (
 	"fmt"
@@ -13,41 +13,41 @@ import (
 	"github.com/catena-cni/catena/cache"
 )
 
-// The event journal: one JSON line (an Op) per operation, appended to
-// <cacheDir>/events/events.jsonl and rotated to events.jsonl.1 past
-// eventsMaxSize, so that at most twice that is kept. It is observability,
-// not state: it is never fsynced, and a failure to write it is logged and
-// never fails an operation. catenactl stats and metrics read it.
+// The journal's files: <cacheDir>/events/events.jsonl, rotated to
+// events.jsonl.1 once it reaches rotateSize, so that at most about twice
+// that is kept.
 const (
-	eventsDir     = "events"
-	eventsFile    = "events.jsonl"
-	eventsMaxSize = 4 << 20
+	dirName    = "events"
+	fileName   = "events.jsonl"
+	rotateSize = 4 << 20
 )
 
-// MaxEventLine bounds one line of the event journal, without its newline:
-// Append never writes a longer one (encodeEvent shrinks the operation to
-// fit), and every reader (ReadEvents, the agent's metrics and events
-// tails) reads lines up to it and counts a longer one as unreadable.
-const MaxEventLine = 64 << 10
+// MaxLine bounds one line of the journal, without its newline: Append
+// never writes a longer one (encode shrinks the operation to fit), and
+// the line reader of Read and Tail reads lines up to it and counts a
+// longer one as unreadable.
+const MaxLine = 64 << 10
 
-// EventsPath is where the journal of cacheDir lives.
-func EventsPath(cacheDir string) string {
-	return filepath.Join(cacheDir, eventsDir, eventsFile)
+// Path is where the journal of cacheDir lives; the rotated file is Path
+// with ".1" appended.
+func Path(cacheDir string) string {
+	return filepath.Join(cacheDir, dirName, fileName)
 }
 
-// EventJournal appends Ops to the journal of one cache dir.
-type EventJournal struct {
+// Writer appends Ops to the journal of one cache dir.
+type Writer struct {
 	CacheDir string
 }
 
-// OnOp returns an Engine.OnOp that appends each operation to the journal
-// of cacheDir; a failure to write is logged on log, never returned: the
-// journal is observability, and an operation never fails for it.
+// OnOp returns the engine's hook (libchain.Engine.OnOp) that appends each
+// operation to the journal of cacheDir; a failure to write is logged on
+// log, never returned: the journal is observability, and an operation
+// never fails for it.
 func OnOp(cacheDir string, log *slog.Logger) func(Op) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	j := &EventJournal{CacheDir: cacheDir}
+	j := &Writer{CacheDir: cacheDir}
 	return func(op Op) {
 		if err := j.Append(op); err != nil {
 			log.Warn("event journal", "error", err)
@@ -55,18 +55,18 @@ func OnOp(cacheDir string, log *slog.Logger) func(Op) {
 	}
 }
 
-// Append writes op as one line of at most MaxEventLine bytes (encodeEvent)
+// Append writes op as one line of at most MaxLine bytes (encode)
 // with a single O_APPEND write, so lines of concurrent catena processes
 // never interleave. The journal is reached like the records
 // (cache.TrustedFs): events/ and the file must be Catena's own and only
 // writable by it, and no symlink is followed.
-func (j *EventJournal) Append(op Op) error {
-	line, err := encodeEvent(op, MaxEventLine)
+func (j *Writer) Append(op Op) error {
+	line, err := encode(op, MaxLine)
 	if err != nil {
 		return fmt.Errorf("event journal: %w", err)
 	}
 	fsys := cache.TrustedFs(afero.NewOsFs(), j.CacheDir)
-	path := EventsPath(j.CacheDir)
+	path := Path(j.CacheDir)
 	if err := fsys.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("event journal: %w", err)
 	}
@@ -82,7 +82,7 @@ func (j *EventJournal) Append(op Op) error {
 	if _, err := f.Write(line); err != nil {
 		return fmt.Errorf("event journal: write %s: %w", path, err)
 	}
-	if fi.Size()+int64(len(line)) < eventsMaxSize {
+	if fi.Size()+int64(len(line)) < rotateSize {
 		return nil
 	}
 	return rotate(fsys, f, path)

@@ -1,4 +1,4 @@
-package libchain
+package journal
 
 import (
 	"errors"
@@ -18,7 +18,7 @@ import (
 // TestEventJournalTrust: the event journal is reached like the records: a
 // symlinked events/ or events.jsonl is never followed (nothing is written
 // through it), and an events dir or file another user owns or could write
-// is refused, by Append and by ReadEvents, with an error naming it.
+// is refused, by Append and by Read, with an error naming it.
 func TestEventJournalTrust(t *testing.T) {
 	if os.Geteuid() != 0 {
 		if os.Getenv("CI") == "true" {
@@ -47,17 +47,17 @@ func TestEventJournalTrust(t *testing.T) {
 			return p
 		}, true},
 		{"journal owned by another uid", func(t *testing.T, dir, _ string) string {
-			p := EventsPath(dir)
+			p := Path(dir)
 			require.NoError(t, os.Chown(p, 65534, 65534))
 			return p
 		}, true},
 		{"journal writable by others", func(t *testing.T, dir, _ string) string {
-			p := EventsPath(dir)
+			p := Path(dir)
 			require.NoError(t, os.Chmod(p, 0o666))
 			return p
 		}, true},
 		{"journal is a symlink", func(t *testing.T, dir, outside string) string {
-			p := EventsPath(dir)
+			p := Path(dir)
 			require.NoError(t, os.Remove(p))
 			require.NoError(t, os.Symlink(filepath.Join(outside, "events.jsonl"), p))
 			return p
@@ -69,14 +69,14 @@ func TestEventJournalTrust(t *testing.T) {
 			dir, outside := filepath.Join(base, "catena"), filepath.Join(base, "outside")
 			require.NoError(t, os.MkdirAll(outside, 0o700))
 			require.NoError(t, os.WriteFile(filepath.Join(outside, "events.jsonl"), []byte("{}\n"), 0o600))
-			j := &EventJournal{CacheDir: dir}
+			j := &Writer{CacheDir: dir}
 			t0 := time.Now()
 			require.NoError(t, j.Append(Op{Verb: "ADD", Start: t0}))
 			path := tt.plant(t, dir, outside)
 
 			appendErr := j.Append(Op{Verb: "DEL", Start: t0})
-			_, _, readErr := ReadEvents(afero.NewOsFs(), dir, t0.Add(-time.Hour))
-			for what, err := range map[string]error{"Append": appendErr, "ReadEvents": readErr} {
+			_, _, readErr := Read(afero.NewOsFs(), dir, t0.Add(-time.Hour))
+			for what, err := range map[string]error{"Append": appendErr, "Read": readErr} {
 				require.Error(t, err, what)
 				assert.Contains(t, err.Error(), path, what)
 				if tt.untrusted {

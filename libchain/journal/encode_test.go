@@ -1,4 +1,4 @@
-package libchain
+package journal
 
 import (
 	"fmt"
@@ -13,13 +13,13 @@ import (
 )
 
 // TestAppendBoundsLines: whatever texts an operation carries, Append
-// writes it as one line of at most MaxEventLine bytes that ReadEvents
+// writes it as one line of at most MaxLine bytes that Read
 // reads back: a line that fits is written as is; else the texts are cut
 // (a failed call keeps an error), else a minimal line keeps the verb,
 // attachment, outcome and pod; a shrunk line says truncated.
 func TestAppendBoundsLines(t *testing.T) {
 	t0 := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	lt := BoundText(strings.Repeat("<", 10000)) // as the engine keeps a delegate's error
+	lt := cutText(strings.Repeat("<", 10000), textBound) // as the engine keeps a delegate's error
 	pod := &OpPod{Namespace: "ns", Name: "web", UID: "u1"}
 	base := Op{Verb: "ADD", Attachment: "podnet/c1/eth0", Start: t0, Outcome: "error", Rollback: true, Pod: pod}
 	withCalls := func(op Op, calls ...OpCall) Op { op.Calls = calls; return op }
@@ -45,15 +45,15 @@ func TestAppendBoundsLines(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "catena")
-			j := &EventJournal{CacheDir: dir}
+			j := &Writer{CacheDir: dir}
 			require.NoError(t, j.Append(tt.op))
-			raw, err := afero.ReadFile(afero.NewOsFs(), EventsPath(dir))
+			raw, err := afero.ReadFile(afero.NewOsFs(), Path(dir))
 			require.NoError(t, err)
 			t.Logf("%d bytes", len(raw))
-			assert.LessOrEqual(t, len(raw), MaxEventLine+1)
+			assert.LessOrEqual(t, len(raw), MaxLine+1)
 			assert.Equal(t, 1, strings.Count(string(raw), "\n"))
 
-			ops, skipped, err := ReadEvents(afero.NewOsFs(), dir, time.Time{})
+			ops, skipped, err := Read(afero.NewOsFs(), dir, time.Time{})
 			require.NoError(t, err)
 			assert.Zero(t, skipped)
 			require.Len(t, ops, 1)
@@ -85,15 +85,15 @@ func TestAppendBoundsLines(t *testing.T) {
 // TestEncodeEventCutsNoMoreThanNeeded: a line over the bound keeps as much
 // of each text as fits at the largest cut that fits.
 func TestEncodeEventCutsNoMoreThanNeeded(t *testing.T) {
-	op := Op{Verb: "DEL", Attachment: "podnet/c1/eth0", Outcome: "error", Error: strings.Repeat("<", MaxText),
-		Calls: []OpCall{{Type: "bridge", Verb: "DEL", Error: strings.Repeat("<", MaxText)}}}
-	full, err := encodeEvent(op, 1<<20)
+	op := Op{Verb: "DEL", Attachment: "podnet/c1/eth0", Outcome: "error", Error: strings.Repeat("<", textBound),
+		Calls: []OpCall{{Type: "bridge", Verb: "DEL", Error: strings.Repeat("<", textBound)}}}
+	full, err := encode(op, 1<<20)
 	require.NoError(t, err)
-	require.Greater(t, len(full), 2*6*MaxText, "two texts of MaxText '<', six bytes each")
+	require.Greater(t, len(full), 2*6*textBound, "two texts of textBound '<', six bytes each")
 
-	line, err := encodeEvent(op, 2*6*MaxText)
+	line, err := encode(op, 2*6*textBound)
 	require.NoError(t, err)
-	assert.LessOrEqual(t, len(line)-1, 2*6*MaxText)
+	assert.LessOrEqual(t, len(line)-1, 2*6*textBound)
 	assert.Contains(t, string(line), `"truncated":true`)
-	assert.Contains(t, string(line), strings.Repeat(`\u003c`, MaxText/2)+`... [truncated 2048 bytes]`, "cut to half, the first cut that fits")
+	assert.Contains(t, string(line), strings.Repeat(`\u003c`, textBound/2)+`... [truncated 2048 bytes]`, "cut to half, the first cut that fits")
 }

@@ -1,0 +1,49 @@
+package journal
+
+import "time"
+
+// Op is the summary of one operation: what was called, how long each call
+// and the lock wait took, and how it ended. The engine (package libchain)
+// fills one per operation, logs it as one line and hands it to its OnOp
+// hook, which OnOp makes an Append to the journal.
+type Op struct {
+	Verb       string        `json:"verb"`
+	Attachment string        `json:"attachment,omitempty"`
+	Start      time.Time     `json:"start"`
+	Duration   time.Duration `json:"durationNs"`
+	LockWait   time.Duration `json:"lockWaitNs"`
+	Calls      []OpCall      `json:"calls,omitempty"`
+	Rollback   bool          `json:"rollback,omitempty"`
+	Outcome    string        `json:"outcome"`
+	Error      string        `json:"error,omitempty"`
+	// Truncated says that the journal's writer cut this Op's texts, or
+	// dropped its calls, to fit MaxLine (encode).
+	Truncated bool `json:"truncated,omitempty"`
+	// Adopted names the source of the attachment that a DEL with no
+	// record adopted and tore down.
+	Adopted string `json:"adopted,omitempty"`
+	// NetNSReplaced names the attachments this operation tore down
+	// without CNI_NETNS because another namespace than the ADD's stood at
+	// their netns path: their delegates freed IPs and rules and left that
+	// namespace, another pod's, alone.
+	NetNSReplaced []string `json:"netnsReplaced,omitempty"`
+	// Pod is the Kubernetes pod of the attachment, from the K8S_POD_*
+	// CNI_ARGS that a CRI runtime passes; nil for any other caller.
+	Pod *OpPod `json:"pod,omitempty"`
+}
+
+// OpPod names the Kubernetes pod of an operation.
+type OpPod struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid,omitempty"`
+}
+
+// OpCall is one delegate invocation within an Op.
+type OpCall struct {
+	Index    int           `json:"index"`
+	Type     string        `json:"type"`
+	Verb     string        `json:"verb"`
+	Duration time.Duration `json:"durationNs"`
+	Error    string        `json:"error,omitempty"`
+}
