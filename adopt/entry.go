@@ -154,7 +154,7 @@ func readEntryFile(fsys afero.Fs, path string) ([]byte, fileID, error) {
 	if err != nil {
 		return nil, fileID{}, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, fileID{}, fmt.Errorf("stat %s: %w", path, err)

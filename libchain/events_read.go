@@ -56,7 +56,7 @@ func readEventFile(fsys afero.Fs, cacheDir, path string, use func(line []byte) b
 	if err != nil {
 		return 0, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	skipped := 0
 	err = readLines(f, MaxEventLine, func(line []byte, tooLong bool) {
 		if tooLong || !use(line) {

@@ -74,7 +74,7 @@ func (j *JournalTail) Poll() error {
 	if err != nil {
 		return err
 	}
-	defer cur.Close()
+	defer func() { _ = cur.Close() }()
 	if st.ino != j.ino {
 		// Rotated (or first poll): finish the old file from .1.
 		if err := j.drainRotated(j.ino == 0); err != nil {
@@ -110,7 +110,7 @@ func (j *JournalTail) drainRotated(first bool) error {
 	if err != nil {
 		return err
 	}
-	defer old.Close()
+	defer func() { _ = old.Close() }()
 	if first {
 		j.ino, j.off = st.ino, 0
 	}
