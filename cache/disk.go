@@ -91,7 +91,7 @@ func (s *DiskStore) checkNetworkDir(key Key) (exists bool, err error) {
 		return true, fmt.Errorf("record %s: %w", key, err)
 	}
 	if err := checkDirInfo(fi); err != nil {
-		return true, fmt.Errorf("record %s: %w: network dir %s %v", key, ErrCorrupt, dir, err)
+		return true, fmt.Errorf("record %s: %w: network dir %s %w", key, ErrCorrupt, dir, err)
 	}
 	if err := checkTrustedDir(dir, fi); err != nil {
 		return true, fmt.Errorf("record %s: %w", key, err)
@@ -153,7 +153,7 @@ func (s *DiskStore) readRecord(key, path string) ([]byte, error) {
 	case err != nil:
 		return nil, fmt.Errorf("load record %s: %w", key, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("load record %s: stat %s: %w", key, path, err)

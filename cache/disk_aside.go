@@ -192,6 +192,6 @@ func readDirNames(fsys afero.Fs, dir string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer d.Close()
+	defer func() { _ = d.Close() }()
 	return d.Readdirnames(-1)
 }

@@ -158,7 +158,7 @@ func BenchmarkDurableConcurrent(b *testing.B) {
 					var err error
 					f, err = os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, filePerm)
 					require.NoError(b, err)
-					defer f.Close()
+					defer func() { _ = f.Close() }()
 				} else {
 					f = inPlaceFile(b, path, slots*len(data))
 				}

@@ -150,7 +150,7 @@ func (l *FlockLocker) tryLock(key Key, who Holder) (Unlocker, error) {
 		if err := flockNB(fd); err != nil {
 			_ = unix.Close(fd)
 			lf.close()
-			if err == unix.EWOULDBLOCK {
+			if errors.Is(err, unix.EWOULDBLOCK) {
 				return nil, ErrLocked
 			}
 			return nil, fmt.Errorf("lock attachment %s: flock %s: %w", key, lf.path(), err)
@@ -248,12 +248,12 @@ func (l *FlockLocker) readHolder(key Key) *Holder {
 	if err != nil {
 		return nil
 	}
-	defer unix.Close(dirfd)
+	defer func() { _ = unix.Close(dirfd) }()
 	fd, err := openat(dirfd, keyName(key)+lockExt, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil
 	}
-	defer unix.Close(fd)
+	defer func() { _ = unix.Close(fd) }()
 	buf := make([]byte, 4096)
 	n, err := unix.Pread(fd, buf, 0)
 	if err != nil || n <= 0 {

@@ -100,11 +100,11 @@ func TestFlockHelperProcess(t *testing.T) {
 	}
 	u, err := NewFlockLocker(dir).TryLock(testKey("abc"), Holder{Verb: "ADD"})
 	if err != nil {
-		os.Stdout.WriteString("error: " + err.Error() + "\n")
+		_, _ = os.Stdout.WriteString("error: " + err.Error() + "\n")
 		os.Exit(1)
 	}
 	_ = u
-	os.Stdout.WriteString("locked\n")
+	_, _ = os.Stdout.WriteString("locked\n")
 	time.Sleep(time.Minute)
 	os.Exit(0)
 }

@@ -46,7 +46,7 @@ func checkRecordEntry(path string, fi os.FileInfo) error {
 		return err
 	}
 	if err := checkRecordInfo(fi); err != nil {
-		return fmt.Errorf("%w: %s %v", ErrCorrupt, path, err)
+		return fmt.Errorf("%w: %s %w", ErrCorrupt, path, err)
 	}
 	return nil
 }
@@ -90,7 +90,7 @@ func readBounded(fsys afero.Fs, path string, max int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, err

@@ -2,7 +2,6 @@ package cache
 
 import (
 	"encoding/json"
-	"fmt"
 	"testing"
 	"time"
 
@@ -49,5 +48,3 @@ func mustEncode(t testing.TB, rec *Record) []byte {
 	require.NoError(t, err)
 	return data
 }
-
-func cid(i int) string { return fmt.Sprintf("c%04d", i) }

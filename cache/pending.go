@@ -144,7 +144,7 @@ func (s *DiskStore) readHint(path string) (data []byte, ok bool, err error) {
 	if err != nil {
 		return nil, false, nil
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	data, err = io.ReadAll(io.LimitReader(f, maxNoteSize+1))
 	if err != nil {
 		return nil, true, fmt.Errorf("reading %s: %w", path, err)

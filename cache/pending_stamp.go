@@ -133,7 +133,7 @@ func (s *DiskStore) StampRetry(network string, now func() time.Time, horizon tim
 	if err != nil {
 		return RetryStamp{}, fmt.Errorf("retry stamp of network %s: %w", network, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	var mtime int64 // unknown: the tests' in-memory fs keeps no dir mtime
 	if isRealDisk(s.fs) {
 		if mtime, err = s.settledMtime(dir); err != nil {

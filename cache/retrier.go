@@ -36,7 +36,7 @@ func TryRetrierLock(dir string) (*RetrierLock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("retrier lock %s: %w", path, err)
 	}
-	defer unix.Close(dirfd)
+	defer func() { _ = unix.Close(dirfd) }()
 	const flags = unix.O_RDWR | unix.O_CREAT | unix.O_NOFOLLOW | unix.O_CLOEXEC | unix.O_NONBLOCK
 	fd, err := openat(dirfd, RetrierLockName, flags, filePerm)
 	if err != nil {

@@ -63,9 +63,9 @@ func splitRel(rel string) []string {
 // symlink, creating it (exactly 0700) if asked, and checks it.
 func openDirStep(dirfd int, name, path string, create bool) (int, error) {
 	fd, err := openat(dirfd, name, dirOpenFlags, 0)
-	if err == unix.ENOENT && create {
+	if errors.Is(err, unix.ENOENT) && create {
 		made := mkdirat(dirfd, name, dirPerm)
-		if made != nil && made != unix.EEXIST {
+		if made != nil && !errors.Is(made, unix.EEXIST) {
 			return -1, &fs.PathError{Op: "mkdir", Path: path, Err: made}
 		}
 		fd, err = openat(dirfd, name, dirOpenFlags, 0)
@@ -79,7 +79,7 @@ func openDirStep(dirfd int, name, path string, create bool) (int, error) {
 		}
 	}
 	if err != nil {
-		if err == unix.ELOOP || err == unix.ENOTDIR {
+		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
 			return -1, describeNonDir(dirfd, name, path, err)
 		}
 		return -1, &fs.PathError{Op: "open", Path: path, Err: err}

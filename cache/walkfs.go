@@ -78,7 +78,7 @@ func (w *walkFs) at(name string, fn func(dirfd int, leaf string) error) error {
 	if err != nil {
 		return err
 	}
-	defer unix.Close(fd)
+	defer func() { _ = unix.Close(fd) }()
 	return fn(fd, leaf)
 }
 
@@ -123,7 +123,7 @@ func (w *walkFs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, 
 	if err != nil {
 		return nil, err
 	}
-	defer unix.Close(fd)
+	defer func() { _ = unix.Close(fd) }()
 	f, err := openat(fd, leaf, flag|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, uint32(perm.Perm()))
 	if err != nil {
 		return nil, pathErr("open", name, err)
@@ -165,7 +165,7 @@ func (w *walkFs) Mkdir(name string, perm os.FileMode) error {
 		if err != nil {
 			return pathErr("open", name, err)
 		}
-		defer unix.Close(fd)
+		defer func() { _ = unix.Close(fd) }()
 		return pathErr("chmod", name, unix.Fchmod(fd, uint32(perm.Perm())))
 	})
 }

@@ -184,7 +184,7 @@ func (n *agentNode) spawnRun(extra ...string) *agentProc {
 	p := &agentProc{t: n.t, addr: addr, log: filepath.Join(n.t.TempDir(), "agent.log"), exited: make(chan struct{})}
 	logf, err := os.Create(p.log)
 	require.NoError(n.t, err)
-	defer logf.Close()
+	defer func() { _ = logf.Close() }()
 	p.cmd = exec.Command(filepath.Join(n.src, "catena-agent"), n.args("run", append([]string{"--listen-addr", addr, "--resync", "2s"}, extra...)...)...)
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
 	require.NoError(n.t, p.cmd.Start())
@@ -207,7 +207,7 @@ func (p *agentProc) ready() (bool, string) {
 	if err != nil {
 		return false, err.Error()
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	var b bytes.Buffer
 	_, _ = b.ReadFrom(resp.Body)
 	return resp.StatusCode == http.StatusOK, strings.TrimSpace(b.String())

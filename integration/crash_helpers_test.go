@@ -63,7 +63,7 @@ func failpointCounts(t *testing.T, path string) (map[string]int, []string) {
 	t.Helper()
 	f, err := os.Open(path)
 	require.NoError(t, err)
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	counts := map[string]int{}
 	var order []string
 	sc := bufio.NewScanner(f)

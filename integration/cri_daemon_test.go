@@ -72,7 +72,7 @@ func startContainerdWithBin(t *testing.T, v containerdVersion, binDir, conflist 
 
 	logf, err := os.Create(d.logPath)
 	require.NoError(t, err)
-	defer logf.Close()
+	defer func() { _ = logf.Close() }()
 	d.cmd = exec.Command(v.bin, "--config", cfg, "--log-level", "info")
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
 	d.cmd.Env = append(os.Environ(), "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")

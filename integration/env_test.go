@@ -33,7 +33,7 @@ func setup(m *testing.M) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	for name, pkg := range map[string]string{"catena": "./plugins/catena", "failer": "./plugins/testing/failer", "calicostub": "./plugins/testing/calicostub"} {
 		cmd := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, name), pkg)
 		cmd.Dir = root

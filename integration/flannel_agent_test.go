@@ -108,12 +108,10 @@ func TestFlannelReconcilerReclaimsLostSandboxes(t *testing.T) {
 	n, f := flannelAgentNode(t)
 	p := n.startRun(n.reconcileFlags(500*time.Millisecond, 2*time.Second)...)
 	n.waitLoaded(true)
-	var ids []string
 	var pauses []int
 	for range sandboxes {
 		id, err := n.d.runPod(n.d.podConfig("fllost", 0))
 		require.NoError(t, err, n.d.logTail())
-		ids = append(ids, id)
 		pid := n.d.sandboxPID(id)
 		pauses = append(pauses, pid)
 		t.Cleanup(func() { killPause(pid) })

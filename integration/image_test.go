@@ -121,7 +121,7 @@ func readOCIArchive(t *testing.T, archive string) map[string][]byte {
 	t.Helper()
 	f, err := os.Open(archive)
 	require.NoError(t, err)
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	files := map[string][]byte{}
 	tr := tar.NewReader(bufio.NewReader(f))
 	for {

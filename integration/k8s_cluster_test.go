@@ -24,7 +24,7 @@ func k8sBinDir(t *testing.T) string {
 	t.Helper()
 	f, err := os.Open(filepath.Join(repoRoot(), "scripts", "versions.env"))
 	require.NoError(t, err)
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	version := ""
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
@@ -147,7 +147,7 @@ func httpOK(c *http.Client, url string) error {
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("%s: %s: %s", url, resp.Status, strings.TrimSpace(string(body)))

@@ -5,9 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/catena-cni/catena/deploy"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+
+	"github.com/catena-cni/catena/deploy"
 )
 
 // hostPathMap remaps the manifest's host paths to the node's private dirs.

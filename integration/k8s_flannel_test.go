@@ -9,10 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/catena-cni/catena/deploy"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/catena-cni/catena/deploy"
 )
 
 // The node switches to flannel once Catena is uninstalled: kube-flannel's

@@ -288,7 +288,7 @@ func (n *k8sNode) startContainerd(t *testing.T) {
 	d := n.ctd
 	logf, err := os.OpenFile(d.logPath, os.O_WRONLY|os.O_APPEND, 0)
 	require.NoError(t, err)
-	defer logf.Close()
+	defer func() { _ = logf.Close() }()
 	env := d.cmd.Env
 	d.cmd = exec.Command(d.cmd.Path, d.cmd.Args[1:]...)
 	d.cmd.Stdout, d.cmd.Stderr, d.cmd.Env = logf, logf, env

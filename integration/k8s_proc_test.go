@@ -31,7 +31,7 @@ func startDaemon(t *testing.T, logDir, name, bin string, args ...string) *daemon
 	d := &daemon{t: t, name: name, log: filepath.Join(logDir, name+".log"), exited: make(chan struct{})}
 	logf, err := os.OpenFile(d.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	require.NoError(t, err)
-	defer logf.Close()
+	defer func() { _ = logf.Close() }()
 	d.cmd = exec.Command(bin, args...)
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
 	d.cmd.Env = append(os.Environ(), "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
@@ -113,7 +113,7 @@ func freePort(t *testing.T) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	defer ln.Close()
+	defer func() { _ = ln.Close() }()
 	return ln.Addr().(*net.TCPAddr).Port
 }
 

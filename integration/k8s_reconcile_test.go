@@ -9,11 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/catena-cni/catena/node/kevents"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/catena-cni/catena/node/kevents"
 )
 
 // agentMetricsURL is the agent's /metrics: it runs in the host network,

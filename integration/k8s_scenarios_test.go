@@ -7,11 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/catena-cni/catena/deploy"
-	"github.com/catena-cni/catena/node/kevents"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/catena-cni/catena/deploy"
+	"github.com/catena-cni/catena/node/kevents"
 )
 
 // seedFailure is containerd issue 12130 under kubelet, through Catena: the

@@ -174,7 +174,7 @@ func (s *soakRun) mountCache(t *testing.T) {
 func (s *soakRun) fill(t *testing.T) string {
 	f, err := os.OpenFile(s.fillFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	require.NoError(t, err)
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	written := 0
 	for _, chunk := range []int{1 << 20, 4 << 10, 512} {
 		buf := make([]byte, chunk)

@@ -11,10 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/catena-cni/catena/deploy"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/catena-cni/catena/deploy"
 )
 
 // The chaos soak (issue 21): pods churned on the Kubernetes node for

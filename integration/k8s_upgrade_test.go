@@ -12,9 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/catena-cni/catena/deploy"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/catena-cni/catena/deploy"
 )
 
 // upgradeTag is the image tag the DaemonSet is rolled to.

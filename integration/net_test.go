@@ -184,7 +184,7 @@ func (w *world) netlinkAt(path string) *netlink.Handle {
 	w.t.Helper()
 	h, err := netns.GetFromPath(path)
 	require.NoError(w.t, err)
-	defer h.Close()
+	defer func() { _ = h.Close() }()
 	nl, err := netlink.NewHandleAt(h)
 	require.NoError(w.t, err)
 	w.t.Cleanup(nl.Close)

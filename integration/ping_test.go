@@ -22,7 +22,7 @@ func ping(ip string, timeout time.Duration) error {
 	if err != nil {
 		return fmt.Errorf("ping %s: %w", ip, err)
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	id, seq := os.Getpid()&0xffff, int(seq.Add(1))&0xffff
 	msg, err := (&icmp.Message{Type: ipv4.ICMPTypeEcho, Body: &icmp.Echo{ID: id, Seq: seq, Data: []byte("catena")}}).Marshal(nil)
 	if err != nil {

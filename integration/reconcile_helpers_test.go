@@ -48,7 +48,7 @@ func scrapeMetrics(t *testing.T, url string) map[string]*dto.MetricFamily {
 	c := http.Client{Timeout: 5 * time.Second}
 	resp, err := c.Get(url)
 	require.NoError(t, err)
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := parser.TextToMetricFamilies(resp.Body)

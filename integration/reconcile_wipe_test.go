@@ -111,7 +111,7 @@ func (d *containerd) startAgain() {
 	d.t.Helper()
 	logf, err := os.OpenFile(d.logPath, os.O_WRONLY|os.O_APPEND, 0)
 	require.NoError(d.t, err)
-	defer logf.Close()
+	defer func() { _ = logf.Close() }()
 	d.cmd = exec.Command(d.version.bin, "--config", filepath.Join(d.dir, "config.toml"), "--log-level", "info")
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
 	d.cmd.Env = append(os.Environ(), "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")

@@ -13,8 +13,3 @@ const MaxText = textbound.Max
 func BoundText(s string) string {
 	return textbound.Bound(s)
 }
-
-// cutText is BoundText with a bound of n bytes (n >= 0).
-func cutText(s string, n int) string {
-	return textbound.Cut(s, n)
-}

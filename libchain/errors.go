@@ -20,7 +20,7 @@ func codeOf(err error, def uint) uint {
 // msgOf renders err for a message: a bare CNI error as its message and
 // details (not its JSON), anything else, wrapped or not, as err.Error().
 func msgOf(err error) string {
-	if te, ok := err.(*types.Error); ok {
+	if te, ok := err.(*types.Error); ok { //nolint:errorlint // a wrapped CNI error is rendered with its wrapping, as err.Error()
 		if te.Details != "" {
 			return te.Msg + ": " + te.Details
 		}

@@ -223,7 +223,7 @@ func (s *memStore) Load(key cache.Key) (*cache.Record, error) {
 	}
 	var r cache.Record
 	if err := json.Unmarshal(raw, &r); err != nil {
-		return nil, fmt.Errorf("%w: %v", cache.ErrCorrupt, err)
+		return nil, fmt.Errorf("%w: %w", cache.ErrCorrupt, err)
 	}
 	return &r, nil
 }

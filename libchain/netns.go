@@ -31,7 +31,7 @@ func StatNetNS(path string) (cache.NetNSIdentity, error) {
 	if err != nil {
 		return cache.NetNSIdentity{}, fmt.Errorf("netns %s: %w", path, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	var st unix.Stat_t
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
 		return cache.NetNSIdentity{}, fmt.Errorf("netns %s: %w", path, err)
@@ -81,7 +81,7 @@ func cookieIn(f *os.File) (cookie uint64, restored bool, err error) {
 	if err != nil {
 		return 0, true, err
 	}
-	defer self.Close()
+	defer func() { _ = self.Close() }()
 	if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
 		return 0, true, fmt.Errorf("entering netns: %w", err)
 	}
@@ -95,7 +95,7 @@ func cookieIn(f *os.File) (cookie uint64, restored bool, err error) {
 	if serr != nil {
 		return 0, true, fmt.Errorf("socket in netns: %w", serr)
 	}
-	defer unix.Close(sock)
+	defer func() { _ = unix.Close(sock) }()
 	v, err := unix.GetsockoptUint64(sock, unix.SOL_SOCKET, unix.SO_NETNS_COOKIE)
 	if err != nil {
 		return 0, true, fmt.Errorf("SO_NETNS_COOKIE: %w", err)

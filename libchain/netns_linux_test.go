@@ -65,7 +65,7 @@ func TestStatNetNSRealKernel(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		defer unix.Close(sock)
+		defer func() { _ = unix.Close(sock) }()
 		directCookie, err = unix.GetsockoptUint64(sock, unix.SOL_SOCKET, unix.SO_NETNS_COOKIE)
 		return err
 	})
@@ -90,6 +90,6 @@ func fileCookie(path string) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	return netnsCookie(f)
 }

@@ -17,7 +17,7 @@ func ReadSmallFile(fsys afero.Fs, path string, limit int64, noFollow bool) ([]by
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)

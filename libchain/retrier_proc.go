@@ -60,12 +60,12 @@ func (k *ProcKicker) Kick(req Request) error {
 	if err != nil {
 		return err
 	}
-	defer lock.Close()
+	defer func() { _ = lock.Close() }()
 	conf, err := memfdWith("catena-retrier-config", k.Config)
 	if err != nil {
 		return fmt.Errorf("starting the retrier: %w", err)
 	}
-	defer conf.Close()
+	defer func() { _ = conf.Close() }()
 	self := k.Self
 	if self == "" {
 		self = "/proc/self/exe"
@@ -112,7 +112,7 @@ func RetrierInherited() (config []byte, lockOf func(cacheDir string) (*cache.Ret
 	if conf == nil {
 		return nil, nil, errors.New("retrier: no config fd")
 	}
-	defer conf.Close()
+	defer func() { _ = conf.Close() }()
 	config, err = io.ReadAll(io.NewSectionReader(conf, 0, maxRetrierConf+1))
 	if err != nil {
 		return nil, nil, fmt.Errorf("retrier: reading the config: %w", err)

@@ -26,7 +26,7 @@ func writtenBytes(t *testing.T) int64 {
 	t.Helper()
 	f, err := os.Open("/proc/self/io")
 	require.NoError(t, err)
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		if v, ok := strings.CutPrefix(sc.Text(), "wchar: "); ok {

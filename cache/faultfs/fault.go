@@ -257,7 +257,7 @@ func (f *faultFile) Truncate(size int64) error {
 
 func (f *faultFile) Sync() error {
 	op := OpSync
-	if fi, err := f.File.Stat(); err == nil && fi.IsDir() {
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
 		op = OpSyncDir
 	}
 	if err := f.fs.check(op); err != nil {

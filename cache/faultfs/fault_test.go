@@ -75,7 +75,7 @@ func TestFaultFsEveryKind(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			defer file.Close()
+			defer func() { _ = file.Close() }()
 			return file.Sync()
 		}},
 		{OpSyncDir, func(fsys afero.Fs) error {
@@ -83,7 +83,7 @@ func TestFaultFsEveryKind(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			defer d.Close()
+			defer func() { _ = d.Close() }()
 			return d.Sync()
 		}},
 		{OpWrite, func(fsys afero.Fs) error {
@@ -91,7 +91,7 @@ func TestFaultFsEveryKind(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			defer file.Close()
+			defer func() { _ = file.Close() }()
 			return file.Truncate(0)
 		}},
 	}

@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/catena-cni/catena/internal/clitest"
 	"github.com/catena-cni/catena/internal/ciliumsim"
+	"github.com/catena-cni/catena/internal/clitest"
 )
 
 // TestRunCiliumExclusive: with Cilium's exclusive mode over the conf dir

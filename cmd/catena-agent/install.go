@@ -44,7 +44,9 @@ while the agent is down still go through Catena.`,
 			if st.Wrote {
 				state = "written"
 			}
-			fmt.Fprintf(e.stdout, "%s/%s: %s, wrapping %s\n", f.cfg.ConfDir, f.cfg.ConfName, state, st.Primary)
+			if _, err := fmt.Fprintf(e.stdout, "%s/%s: %s, wrapping %s\n", f.cfg.ConfDir, f.cfg.ConfName, state, st.Primary); err != nil {
+				return fmt.Errorf("writing output: %w", err)
+			}
 			return nil
 		},
 	}

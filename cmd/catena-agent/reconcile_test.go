@@ -61,7 +61,7 @@ func TestRunReconcilesAndServesMetrics(t *testing.T) {
 		if err != nil {
 			return ""
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		body, _ := io.ReadAll(resp.Body)
 		return string(body)
 	}

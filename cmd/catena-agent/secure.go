@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 
-	"github.com/catena-cni/catena/node/agent"
 	"github.com/catena-cni/catena/cmd/internal/cli"
+	"github.com/catena-cni/catena/node/agent"
 	"github.com/catena-cni/catena/node/securemetrics"
 )
 

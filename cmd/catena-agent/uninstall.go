@@ -3,7 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -54,20 +56,16 @@ restarted) writes nothing and reports not ready.`,
 				ConfDir: confDir, ConfName: confName, BinDir: binDir, Holder: holder("uninstall"),
 				AgentTimeout: agentTimeout, Settle: settle,
 				Waiting: func(reason string) {
-					fmt.Fprintf(e.stderr, "waiting up to %s for the agent to exit: %s\n", agentTimeout, cli.Printable(reason))
+					// A progress note: the outcome is reported either way.
+					_, _ = fmt.Fprintf(e.stderr, "waiting up to %s for the agent to exit: %s\n", agentTimeout, cli.Printable(reason))
 				},
 			})
 			if err != nil {
 				return err
 			}
 			defer func() { err = errors.Join(err, lock.Unlock()) }()
-			if u.Conf == "" {
-				fmt.Fprintf(e.stdout, "%s: not present\n", filepath.Join(confDir, confName))
-			} else {
-				fmt.Fprintf(e.stdout, "removed %s\n", u.Conf)
-			}
-			for _, b := range u.Binaries {
-				fmt.Fprintf(e.stdout, "removed %s\n", b)
+			if err := printRemoved(e.stdout, u, filepath.Join(confDir, confName)); err != nil {
+				return err
 			}
 			if err := printRecords(e, cacheDir); err != nil {
 				return err
@@ -89,6 +87,23 @@ restarted) writes nothing and reports not ready.`,
 	return cmd
 }
 
+// printRemoved says what uninstall removed.
+func printRemoved(w io.Writer, u nodeconf.Uninstalled, conf string) error {
+	lines := make([]string, 0, 1+len(u.Binaries))
+	if u.Conf == "" {
+		lines = append(lines, conf+": not present")
+	} else {
+		lines = append(lines, "removed "+u.Conf)
+	}
+	for _, b := range u.Binaries {
+		lines = append(lines, "removed "+b)
+	}
+	if _, err := io.WriteString(w, strings.Join(lines, "\n")+"\n"); err != nil {
+		return fmt.Errorf("writing output: %w", err)
+	}
+	return nil
+}
+
 // printRecords lists the attachments that still have a record.
 func printRecords(e env, cacheDir string) error {
 	if !filepath.IsAbs(cacheDir) {
@@ -99,9 +114,12 @@ func printRecords(e env, cacheDir string) error {
 	if err != nil {
 		return fmt.Errorf("listing the records left in %s: %w", cacheDir, err)
 	}
-	fmt.Fprintf(e.stdout, "%d attachment(s) still have a record in %s\n", len(keys), cacheDir)
+	lines := []string{fmt.Sprintf("%d attachment(s) still have a record in %s", len(keys), cacheDir)}
 	for _, k := range keys {
-		fmt.Fprintf(e.stdout, "  %s\n", k)
+		lines = append(lines, "  "+k.String())
+	}
+	if _, err := io.WriteString(e.stdout, strings.Join(lines, "\n")+"\n"); err != nil {
+		return fmt.Errorf("writing output: %w", err)
 	}
 	return nil
 }

@@ -39,7 +39,7 @@ func probeLock(path string) (lockState, error) {
 	if err != nil {
 		return lockState{}, fmt.Errorf("open lock %s: %w", path, err)
 	}
-	defer unix.Close(fd)
+	defer func() { _ = unix.Close(fd) }()
 	for {
 		err = unix.Flock(fd, unix.LOCK_SH|unix.LOCK_NB)
 		if err != unix.EINTR {

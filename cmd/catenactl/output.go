@@ -30,9 +30,11 @@ func writeJSON(w io.Writer, v any) error {
 	return nil
 }
 
-// table writes aligned columns, one row per call, header first.
+// table writes aligned columns, one row per call, header first. A write
+// error is kept and returned by flush.
 type table struct {
-	tw *tabwriter.Writer
+	tw  *tabwriter.Writer
+	err error
 }
 
 func newTable(w io.Writer, header ...string) *table {
@@ -48,12 +50,39 @@ func (t *table) row(cells ...string) {
 	for i, c := range cells {
 		cells[i] = cli.Printable(c)
 	}
-	fmt.Fprintln(t.tw, strings.Join(cells, "\t"))
+	if t.err == nil {
+		_, t.err = fmt.Fprintln(t.tw, strings.Join(cells, "\t"))
+	}
 }
 
 func (t *table) flush() error {
-	if err := t.tw.Flush(); err != nil {
+	err := t.err
+	if err == nil {
+		err = t.tw.Flush()
+	}
+	if err != nil {
 		return fmt.Errorf("writing table: %w", err)
+	}
+	return nil
+}
+
+// printer writes lines to w and keeps the first write error, which err
+// returns: what a command prints after a failed write is dropped, and the
+// command fails rather than leave its output cut short.
+type printer struct {
+	w       io.Writer
+	lastErr error
+}
+
+func (p *printer) printf(format string, args ...any) {
+	if p.lastErr == nil {
+		_, p.lastErr = fmt.Fprintf(p.w, format, args...)
+	}
+}
+
+func (p *printer) err() error {
+	if p.lastErr != nil {
+		return fmt.Errorf("writing output: %w", p.lastErr)
 	}
 	return nil
 }

@@ -95,7 +95,9 @@ func printReconcile(w io.Writer, rep *reconcile.Report) error {
 		return err
 	}
 	if rep.RuntimeError != "" {
-		fmt.Fprintf(w, "runtime error: %s\n", cli.Printable(rep.RuntimeError))
+		if _, err := fmt.Fprintf(w, "runtime error: %s\n", cli.Printable(rep.RuntimeError)); err != nil {
+			return err
+		}
 	}
 	_, err := fmt.Fprintf(w, "reconcile: %d records (%d from a CRI runtime), %d sandboxes, %d candidates, %d marked, %d reclaimed, %d kept because of errors, %d retried, %d retries failed, %d held, %s\n",
 		rep.Records, rep.InScope, rep.Sandboxes, rep.Candidates, rep.Marked, rep.Reclaimed, rep.Kept, rep.Retried, rep.RetryFailed, rep.Held,

@@ -151,7 +151,9 @@ func onlyAttachment(s cache.Store, network, container string) (cache.Key, error)
 
 func printRepair(w io.Writer, out repairOutput) error {
 	if ab := out.Abandoned; ab != nil {
-		fmt.Fprintf(w, "abandoned delegate %d of %s at %s\n", ab.Index, cli.Printable(ab.Key.String()), timestamp(ab.At))
+		if _, err := fmt.Fprintf(w, "abandoned delegate %d of %s at %s\n", ab.Index, cli.Printable(ab.Key.String()), timestamp(ab.At)); err != nil {
+			return err
+		}
 	}
 	rep := out.RepairReport
 	if len(rep.Repaired)+len(rep.Failed)+len(rep.Skipped) == 0 {

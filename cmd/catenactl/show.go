@@ -56,7 +56,9 @@ as a JSON array.`,
 				s := store(cacheDir)
 				for i, rec := range recs {
 					if i > 0 {
-						fmt.Fprintln(a.stdout)
+						if _, err := fmt.Fprintln(a.stdout); err != nil {
+							return fmt.Errorf("writing output: %w", err)
+						}
 					}
 					if err := a.printRecord(a.stdout, rec, s.Path(rec.Key)); err != nil {
 						return err
@@ -97,7 +99,11 @@ func (a *app) printRecord(w io.Writer, rec *cache.Record, path string) error {
 	if err := kv.flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(w)
+	p := &printer{w: w}
+	p.printf("\n")
+	if err := p.err(); err != nil {
+		return err
+	}
 	st := newTable(w, "INDEX", "TYPE", "VERSION", "STATE", "ADD-TIME", "DELS", "ABANDONED", "ERROR")
 	for _, s := range rec.Steps {
 		took := "-"
@@ -110,20 +116,20 @@ func (a *app) printRecord(w io.Writer, rec *cache.Record, path string) error {
 	if err := st.flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(w)
+	p.printf("\n")
 	for _, s := range rec.Steps {
-		fmt.Fprintf(w, "delegate %d (%s) config: %s\n", s.Index, cli.Printable(s.Type), cli.Printable(orDash(string(s.Config))))
+		p.printf("delegate %d (%s) config: %s\n", s.Index, cli.Printable(s.Type), cli.Printable(orDash(string(s.Config))))
 		if len(s.Result) > 0 {
-			fmt.Fprintf(w, "delegate %d (%s) result: %s\n", s.Index, cli.Printable(s.Type), cli.Printable(string(s.Result)))
+			p.printf("delegate %d (%s) result: %s\n", s.Index, cli.Printable(s.Type), cli.Printable(string(s.Result)))
 		}
 	}
 	if len(rec.Result) > 0 {
-		fmt.Fprintf(w, "result: %s\n", cli.Printable(string(rec.Result)))
+		p.printf("result: %s\n", cli.Printable(string(rec.Result)))
 	}
 	if len(rec.PrevResult) > 0 {
-		fmt.Fprintf(w, "prevResult: %s\n", cli.Printable(string(rec.PrevResult)))
+		p.printf("prevResult: %s\n", cli.Printable(string(rec.PrevResult)))
 	}
-	return nil
+	return p.err()
 }
 
 // stepErrors renders a step's ADD and last DEL errors for one cell.

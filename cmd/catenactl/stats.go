@@ -195,13 +195,14 @@ func printStats(a *app, s *stats, window time.Duration) error {
 	for _, o := range s.Operations {
 		n += o.Count
 	}
-	fmt.Fprintf(a.stdout, "%d operation(s) in the last %s (since %s)\n", n, window, timestamp(s.Since))
+	p := &printer{w: a.stdout}
+	p.printf("%d operation(s) in the last %s (since %s)\n", n, window, timestamp(s.Since))
 	if s.Skipped > 0 {
-		fmt.Fprintf(a.stdout, "%d unreadable event line(s) skipped\n", s.Skipped)
+		p.printf("%d unreadable event line(s) skipped\n", s.Skipped)
 	}
-	fmt.Fprintln(a.stdout)
-	if n == 0 {
-		return nil
+	p.printf("\n")
+	if err := p.err(); err != nil || n == 0 {
+		return err
 	}
 	ot := newTable(a.stdout, "VERB", "OPS", "FAILED", "ROLLBACKS", "P50", "P95", "LOCK-WAIT-P50", "LOCK-WAIT-P95", "LOCK-WAIT-MAX")
 	for _, o := range s.Operations {
@@ -215,7 +216,10 @@ func printStats(a *app, s *stats, window time.Duration) error {
 	if len(s.Delegates) == 0 {
 		return nil
 	}
-	fmt.Fprintln(a.stdout)
+	p.printf("\n")
+	if err := p.err(); err != nil {
+		return err
+	}
 	dt := newTable(a.stdout, "DELEGATE", "VERB", "CALLS", "FAILED", "P50", "P95")
 	for _, c := range s.Delegates {
 		dt.row(fmt.Sprintf("%d (%s)", c.Index, c.Type), c.Verb, strconv.Itoa(c.Calls), strconv.Itoa(c.Failures),

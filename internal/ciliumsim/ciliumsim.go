@@ -57,7 +57,7 @@ func (e *Exclusive) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("watching %s: %w", e.Dir, err)
 	}
-	defer w.Close()
+	defer func() { _ = w.Close() }()
 	if err := w.Add(e.Dir); err != nil {
 		return fmt.Errorf("watching %s: %w", e.Dir, err)
 	}

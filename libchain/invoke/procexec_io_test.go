@@ -136,10 +136,12 @@ func TestProcExecOutput(t *testing.T) {
 // msgOf renders err as the engine does in a message: a bare CNI error as
 // its message and details, anything else as err.Error().
 func msgOf(err error) string {
-	if te, ok := err.(*types.Error); ok && te.Details != "" {
-		return te.Msg + ": " + te.Details
-	} else if ok {
-		return te.Msg
+	var te *types.Error
+	if !errors.As(err, &te) {
+		return err.Error()
 	}
-	return err.Error()
+	if te.Details != "" {
+		return te.Msg + ": " + te.Details
+	}
+	return te.Msg
 }

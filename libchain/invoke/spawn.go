@@ -239,7 +239,7 @@ func (c *child) wait(ctx context.Context, stdin []byte, stdout, stderr io.Writer
 		if !exited {
 			watch(c.pidfd, unix.POLLIN)
 		}
-		if _, err := rawPoll(fds, c.pollTimeout(ctx, now, killed, exited, graceEnd)); err != nil && err != unix.EINTR {
+		if _, err := rawPoll(fds, c.pollTimeout(ctx, now, killed, exited, graceEnd)); err != nil && !errors.Is(err, unix.EINTR) {
 			return os.NewSyscallError("ppoll", err)
 		}
 		for _, p := range fds {
@@ -337,7 +337,7 @@ func (c *child) pollTimeout(ctx context.Context, now time.Time, killed, exited b
 func (c *child) feed(stdin []byte) []byte {
 	n, err := rawIO(unix.SYS_WRITE, c.stdin, stdin)
 	switch {
-	case err == unix.EAGAIN || err == unix.EINTR:
+	case errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR):
 		return stdin
 	case err != nil:
 		c.closeFd(&c.stdin) // it exited or closed its stdin without reading it all
@@ -355,9 +355,9 @@ func (c *child) drain(fd *int, buf []byte, w io.Writer) {
 	for {
 		n, err := rawIO(unix.SYS_READ, *fd, buf)
 		switch {
-		case err == unix.EINTR:
+		case errors.Is(err, unix.EINTR):
 			continue
-		case err == unix.EAGAIN:
+		case errors.Is(err, unix.EAGAIN):
 			return
 		case err != nil || n == 0:
 			c.closeFd(fd)

@@ -3,13 +3,14 @@ package journal
 import (
 	"encoding/json"
 	"fmt"
-	"unicode/utf8"
+
+	"github.com/catena-cni/catena/libchain/internal/textbound"
 )
 
 // textBound is the bound to which the engine cuts each text a delegate
 // controls before it reaches an Op (libchain.MaxText): encode's first cut
 // keeps half of it.
-const textBound = 4 << 10
+const textBound = textbound.Max
 
 // encode returns op's journal line, newline included, of at most limit
 // bytes before the newline. An Op is a few hundred bytes plus the texts
@@ -41,18 +42,18 @@ func encode(op Op, limit int) ([]byte, error) {
 		}
 	}
 	minimal := Op{Verb: op.Verb, Attachment: op.Attachment, Start: op.Start, Duration: op.Duration,
-		LockWait: op.LockWait, Rollback: op.Rollback, Outcome: op.Outcome, Error: cutText(op.Error, 0),
+		LockWait: op.LockWait, Rollback: op.Rollback, Outcome: op.Outcome, Error: textbound.Cut(op.Error, 0),
 		Adopted: op.Adopted, Pod: op.Pod, Truncated: true}
 	if line, err = fitEvent(minimal, limit); line != nil || err != nil {
 		return line, err
 	}
 	// The attachment (a container ID has no bound) or the pod (from
 	// CNI_ARGS) is what does not fit.
-	minimal.Attachment, minimal.Adopted, minimal.Pod = cutText(op.Attachment, textBound), "", nil
+	minimal.Attachment, minimal.Adopted, minimal.Pod = textbound.Cut(op.Attachment, textBound), "", nil
 	if line, err = fitEvent(minimal, limit); line != nil || err != nil {
 		return line, err
 	}
-	return nil, fmt.Errorf("%s of %s does not fit in a line of %d bytes", op.Verb, cutText(op.Attachment, 64), limit)
+	return nil, fmt.Errorf("%s of %s does not fit in a line of %d bytes", op.Verb, textbound.Cut(op.Attachment, 64), limit)
 }
 
 // fitEvent returns op's line if it is at most limit bytes, else nil.
@@ -70,29 +71,14 @@ func fitEvent(op Op, limit int) ([]byte, error) {
 // cutTexts returns op with its error and each call's error cut to keep
 // bytes (cutText); op's calls are not changed.
 func cutTexts(op Op, keep int) Op {
-	op.Error = cutText(op.Error, keep)
+	op.Error = textbound.Cut(op.Error, keep)
 	calls := make([]OpCall, len(op.Calls))
 	for i, c := range op.Calls {
-		c.Error = cutText(c.Error, keep)
+		c.Error = textbound.Cut(c.Error, keep)
 		calls[i] = c
 	}
 	if op.Calls != nil {
 		op.Calls = calls
 	}
 	return op
-}
-
-// cutText returns s if it is at most n bytes (n >= 0), else its first n
-// bytes or fewer, cut at a UTF-8 boundary, followed by a marker saying how
-// many bytes were dropped: the marker of libchain.BoundText, so that a
-// reader sees one form of cut text.
-func cutText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + fmt.Sprintf("... [truncated %d bytes]", len(s)-cut)
 }

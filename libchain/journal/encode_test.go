@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/catena-cni/catena/libchain/internal/textbound"
 )
 
 // TestAppendBoundsLines: whatever texts an operation carries, Append
@@ -19,7 +21,7 @@ import (
 // attachment, outcome and pod; a shrunk line says truncated.
 func TestAppendBoundsLines(t *testing.T) {
 	t0 := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	lt := cutText(strings.Repeat("<", 10000), textBound) // as the engine keeps a delegate's error
+	lt := textbound.Cut(strings.Repeat("<", 10000), textBound) // as the engine keeps a delegate's error
 	pod := &OpPod{Namespace: "ns", Name: "web", UID: "u1"}
 	base := Op{Verb: "ADD", Attachment: "podnet/c1/eth0", Start: t0, Outcome: "error", Rollback: true, Pod: pod}
 	withCalls := func(op Op, calls ...OpCall) Op { op.Calls = calls; return op }

@@ -44,7 +44,7 @@ func readFile(fsys afero.Fs, cacheDir, path string, skipped *Skipped, use func(O
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	_, err = readOps(f, path, 0, true, skipped, use)
 	return err
 }

@@ -61,7 +61,7 @@ func (t *Tail) Poll() error {
 	if err != nil {
 		return err
 	}
-	defer cur.Close()
+	defer func() { _ = cur.Close() }()
 	if st.ino != t.ino {
 		// Rotated (or first poll): finish the old file from .1.
 		if err := t.drainRotated(t.ino == 0, &skipped); err != nil {
@@ -87,7 +87,7 @@ func (t *Tail) drainRotated(first bool, skipped *Skipped) error {
 	if err != nil {
 		return err
 	}
-	defer old.Close()
+	defer func() { _ = old.Close() }()
 	if first {
 		t.ino, t.off = st.ino, 0
 	}

@@ -74,7 +74,7 @@ func (j *Writer) Append(op Op) error {
 	if err != nil {
 		return fmt.Errorf("event journal: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	fi, err := checkJournal(f, path)
 	if err != nil {
 		return fmt.Errorf("event journal: %w", err)

@@ -98,7 +98,7 @@ func Read(fsys afero.Fs, path string) ([]byte, FileID, error) {
 	if err != nil {
 		return nil, FileID{}, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, FileID{}, fmt.Errorf("stat %s: %w", path, err)

@@ -50,12 +50,12 @@ func TestHealthServer(t *testing.T) {
 	go func() { done <- (&Server{Listener: ln, Handler: mux, Log: slog.New(slog.DiscardHandler)}).Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
-		<-done
+		assert.NoError(t, <-done)
 	})
 	get := func(path string) (int, string) {
 		resp, err := http.Get("http://" + ln.Addr().String() + path)
 		require.NoError(t, err)
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		body, err := io.ReadAll(resp.Body)
 		require.NoError(t, err)
 		return resp.StatusCode, string(body)

@@ -3,6 +3,7 @@ package agent
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -61,7 +62,7 @@ func serve(t *testing.T, h http.Handler) *countingListener {
 	go func() { done <- (&Server{Listener: cl, Handler: h, Log: slog.New(slog.DiscardHandler)}).Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
-		<-done
+		assert.NoError(t, <-done)
 	})
 	return cl
 }
@@ -98,7 +99,7 @@ func probe(addr string) error {
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	_, err = io.Copy(io.Discard, resp.Body)
 	return err
 }
@@ -174,8 +175,8 @@ func TestServerDropsSlowLoris(t *testing.T) {
 }
 
 func isTimeout(err error) bool {
-	ne, ok := err.(net.Error)
-	return ok && ne.Timeout()
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // TestStalledScrapeBlocksNothing: a client that sends scrapes and never

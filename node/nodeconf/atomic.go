@@ -110,7 +110,7 @@ func sameContent(fsys afero.Fs, path string, want io.Reader, size int64, perm os
 	if err != nil {
 		return false, fmt.Errorf("open %s: %w", path, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	got, exp := make([]byte, compareChunk), make([]byte, compareChunk)
 	for left := size; left > 0; {
 		n := int(min(left, compareChunk))

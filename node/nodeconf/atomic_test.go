@@ -62,7 +62,7 @@ func TestInstallBinariesKeepsRunningInode(t *testing.T) {
 
 	running, err := os.Open(filepath.Join(bin, "catena"))
 	require.NoError(t, err)
-	t.Cleanup(func() { running.Close() })
+	t.Cleanup(func() { _ = running.Close() })
 
 	write("catena", "v2 catena, longer")
 	copied, err = inst.InstallBinaries(src, bin, Binaries)

@@ -39,6 +39,6 @@ func (i *Installer) installBinary(src, dst string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	return replaceAtomic(i.Fs, dst, f, size, 0o755)
 }

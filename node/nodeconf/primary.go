@@ -109,14 +109,14 @@ func ParsePrimary(name string, data []byte) (*Primary, error) {
 	if !strings.HasSuffix(name, ".conflist") {
 		// As go-cni and CRI-O load the conf dir: the extension decides,
 		// and a .conf or .json is one plugin, its "type".
-		conf, err := libcni.ConfFromBytes(data)
+		conf, err := libcni.NetworkPluginConfFromBytes(data)
 		if err != nil && head.Plugins != nil {
 			return nil, fmt.Errorf("holds a plugins list but no type: a .conf or .json file is one plugin, and containerd (go-cni) fails to load a conf dir holding this file, CRI-O skips it; rename it to .conflist: %w", err)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("invalid network config: %w", err)
 		}
-		l, err := libcni.ConfListFromConf(conf)
+		l, err := confListFromConf(conf)
 		if err != nil {
 			return nil, fmt.Errorf("converting the plugin config to a list: %w", err)
 		}
@@ -154,4 +154,23 @@ func ParsePrimary(name string, data []byte) (*Primary, error) {
 // symlink as the runtime does, never blocking on a FIFO.
 func readRegular(fsys afero.Fs, path string, limit int64) ([]byte, error) {
 	return libchain.ReadSmallFile(fsys, path, limit, false)
+}
+
+// confListFromConf is a single plugin's config as a list of one, as libcni
+// reads a .conf file (its ConfListFromConf, deprecated with no successor):
+// the list takes the config's name and cniVersion.
+func confListFromConf(conf *libcni.PluginConfig) (*libcni.NetworkConfigList, error) {
+	var plugin map[string]any
+	if err := json.Unmarshal(conf.Bytes, &plugin); err != nil {
+		return nil, err
+	}
+	list, err := json.Marshal(map[string]any{
+		"name":       conf.Network.Name,
+		"cniVersion": conf.Network.CNIVersion,
+		"plugins":    []any{plugin},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return libcni.ConfListFromBytes(list)
 }

@@ -103,3 +103,33 @@ func TestParsePrimaryConfByExtension(t *testing.T) {
 		assert.Len(t, p.List.Plugins, 2)
 	})
 }
+
+// TestConfListFromConf: a .conf becomes a list of one plugin, the whole
+// conf, under the conf's name and cniVersion, as libcni reads it.
+func TestConfListFromConf(t *testing.T) {
+	tests := []struct {
+		name, conf string
+		wantName   string
+		wantVer    string
+	}{
+		{"bridge with ipam", `{"cniVersion":"0.4.0","name":"podnet","type":"bridge","bridge":"cni0","ipam":{"type":"host-local","subnet":"10.1.0.0/16"}}`, "podnet", "0.4.0"},
+		{"no cniVersion", `{"name":"n","type":"ptp"}`, "n", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := ParsePrimary("10-x.conf", []byte(tc.conf))
+			require.NoError(t, err)
+			assert.Equal(t, tc.wantName, p.List.Name)
+			assert.Equal(t, tc.wantVer, p.List.CNIVersion)
+			var list struct {
+				Name       string            `json:"name"`
+				CNIVersion string            `json:"cniVersion"`
+				Plugins    []json.RawMessage `json:"plugins"`
+			}
+			require.NoError(t, json.Unmarshal(p.List.Bytes, &list))
+			assert.Equal(t, tc.wantName, list.Name)
+			require.Len(t, list.Plugins, 1)
+			assert.JSONEq(t, tc.conf, string(list.Plugins[0]))
+		})
+	}
+}

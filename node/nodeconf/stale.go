@@ -56,7 +56,7 @@ func (i *Installer) StaleMount() error {
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", mountinfoPath, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	root, found, err := mountRoot(f, dir)
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", mountinfoPath, err)

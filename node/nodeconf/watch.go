@@ -34,7 +34,7 @@ func (i *Installer) Watch(ctx context.Context, resync time.Duration) error {
 	if err != nil {
 		return fmt.Errorf("watching %s: %w", i.Cfg.ConfDir, err)
 	}
-	defer w.Close()
+	defer func() { _ = w.Close() }()
 	defer func() {
 		if err := i.Close(); err != nil {
 			i.Log.Warn("releasing the interlock", "error", err)

@@ -36,7 +36,7 @@ func watchDir(t *testing.T, dir string, binDir string) (*Installer, *syncBuffer)
 	go func() { done <- inst.Watch(ctx, time.Hour) }()
 	t.Cleanup(func() {
 		cancel()
-		<-done
+		assert.NoError(t, <-done)
 	})
 	return inst, &logs
 }

@@ -44,7 +44,7 @@ func startWatching(t *testing.T) *watching {
 	go func() { w.done <- w.inst.Watch(ctx, time.Hour) }()
 	t.Cleanup(func() {
 		w.cancel()
-		<-w.done
+		assert.NoError(t, <-w.done)
 	})
 	require.Eventually(t, func() bool { return w.inst.Status().Ready }, 2*time.Second, 20*time.Millisecond)
 	return w

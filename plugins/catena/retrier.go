@@ -30,7 +30,7 @@ func retrier() int {
 		eng.Log.Error("retrier: not started", "network", conf.Name, "error", err)
 		return 2
 	}
-	defer lock.Close()
+	defer func() { _ = lock.Close() }()
 	req := libchain.Request{Conf: conf, Args: libchain.RuntimeArgs{Path: os.Getenv("CNI_PATH")}}
 	// The context ends with the run's budget too: it cuts a sleep between
 	// passes, and no attempt starts after it (one running finishes).

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -258,8 +257,8 @@ func (env *cpuEnv) runTraced(bin string, envv []string, stdin []byte) (cpuSample
 		if err != nil {
 			return cpuSample{}, nil, err
 		}
-		defer os.Remove(f.Name())
-		defer f.Close()
+		defer func() { _ = os.Remove(f.Name()) }()
+		defer func() { _ = f.Close() }()
 		files[i] = f
 	}
 	if _, err := files[0].Write(stdin); err != nil {
@@ -281,10 +280,13 @@ func (env *cpuEnv) runTraced(bin string, envv []string, stdin []byte) (cpuSample
 	if err != nil {
 		return cpuSample{}, nil, err
 	}
-	out, rerr := os.ReadFile(files[1].Name())
-	if code != 0 || rerr != nil {
+	out, err := os.ReadFile(files[1].Name())
+	if err != nil {
+		return cpuSample{}, nil, fmt.Errorf("%s's stdout: %w", bin, err)
+	}
+	if code != 0 {
 		errOut, _ := os.ReadFile(files[2].Name())
-		return cpuSample{}, nil, fmt.Errorf("exit %d: %s %s %v", code, strings.TrimSpace(string(out)), strings.TrimSpace(string(errOut)), rerr)
+		return cpuSample{}, nil, fmt.Errorf("exit %d: %s %s", code, strings.TrimSpace(string(out)), strings.TrimSpace(string(errOut)))
 	}
 	return cpuSample{rusage: time.Duration(syscall.TimevalToNsec(ru.Utime) + syscall.TimevalToNsec(ru.Stime)), maxrss: hwm}, out, nil
 }
@@ -431,16 +433,16 @@ func callSummary(verbs []string, counts map[string]int) string {
 	return strings.Join(parts, "+")
 }
 
-func (r *results) reportCPU(w io.Writer) bool {
+func (r *results) reportCPU(w *reportWriter) bool {
 	c := r.cpu
 	src := "perf stat -e task-clock"
 	if !c.perf {
 		src = "wait4 rusage utime+stime (perf stat cannot count here)"
 	}
 	n := len(c.direct["minimal"])
-	fmt.Fprintf(w, "\n(f) CPU per call, whole process with its children, median of %d; CPU by %s; load average %s -> %s\n", n, src, c.loadBefore, c.loadAfter)
+	w.printf("\n(f) CPU per call, whole process with its children, median of %d; CPU by %s; load average %s -> %s\n", n, src, c.loadBefore, c.loadAfter)
 	tw := table(w)
-	fmt.Fprintln(tw, "call\tdelegate calls\ttask-clock\trusage\tcatena's share\tshare/minimal\tpeak RSS p50\tpeak RSS max\t")
+	_, _ = fmt.Fprintln(tw, "call\tdelegate calls\ttask-clock\trusage\tcatena's share\tshare/minimal\tpeak RSS p50\tpeak RSS max\t")
 	ok := true
 	for _, row := range c.rows() {
 		share, rat := "", ""
@@ -452,12 +454,12 @@ func (r *results) reportCPU(w io.Writer) bool {
 		if c.perf {
 			clock = msf(row.clock)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", row.name, row.calls, clock, msf(row.ru), share, rat, kb(row.rssMed), kb(row.rssM))
+		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", row.name, row.calls, clock, msf(row.ru), share, rat, kb(row.rssMed), kb(row.rssM))
 	}
 	_ = tw.Flush()
-	fmt.Fprintf(w, "catena's share: the call less, for each delegate call it made (from its event journal), the noop alone for that verb;\n")
-	fmt.Fprintf(w, "share/minimal: over the minimal static Go binary. Target <= %.1fx for every catena call: %s\n", cpuTarget, verdict(ok))
-	fmt.Fprintf(w, "rusage: wait4 utime+stime of the call run without perf; peak RSS: its VmHWM at exit, the process alone; catena binary %.1f MB\n",
+	w.printf("catena's share: the call less, for each delegate call it made (from its event journal), the noop alone for that verb;\n")
+	w.printf("share/minimal: over the minimal static Go binary. Target <= %.1fx for every catena call: %s\n", cpuTarget, verdict(ok))
+	w.printf("rusage: wait4 utime+stime of the call run without perf; peak RSS: its VmHWM at exit, the process alone; catena binary %.1f MB\n",
 		float64(c.binSize)/1e6)
 	return ok
 }

@@ -69,7 +69,10 @@ func run() error {
 	if err := errors.Join(runErr, b.cleanup()); err != nil {
 		return err
 	}
-	met := res.report(os.Stdout, o.conc)
+	met, err := res.report(os.Stdout, o.conc)
+	if err != nil {
+		return err
+	}
 	docs := ""
 	if o.docs {
 		docs = filepath.Join("docs", "bench.png")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -122,8 +121,12 @@ func (b *bench) seedPending(ctx context.Context, n int, fault string) (*pendingL
 		return nil, err
 	}
 	lv.seeding = time.Since(start)
-	if got, err := countRecords(&v); err != nil || got != n {
-		return nil, fmt.Errorf("(e) want %d pending records in %s, have %d: %v", n, v.cache, got, err)
+	got, err := countRecords(&v)
+	if err != nil {
+		return nil, fmt.Errorf("(e) counting the pending records in %s: %w", v.cache, err)
+	}
+	if got != n {
+		return nil, fmt.Errorf("(e) want %d pending records in %s, have %d", n, v.cache, got)
 	}
 	fmt.Fprintf(os.Stderr, "bench: (e) %d hung teardowns made in %s\n", n, lv.seeding.Round(time.Millisecond))
 	return lv, nil
@@ -139,21 +142,21 @@ func hungConflist(v *variant, fault string) []byte {
 }
 
 // reportPending prints phase (e) and whether the ADDs stayed flat.
-func (r *results) reportPending(w io.Writer) bool {
-	fmt.Fprintln(w, "\n(e) catena ADD+DEL with N hung pending teardowns on its network, sequential, the counts in turn, cnitool;")
-	fmt.Fprintln(w, "    the plain conflist's ADD in the same rounds")
+func (r *results) reportPending(w *reportWriter) bool {
+	w.println("\n(e) catena ADD+DEL with N hung pending teardowns on its network, sequential, the counts in turn, cnitool;")
+	w.println("    the plain conflist's ADD in the same rounds")
 	tw := table(w)
-	fmt.Fprintln(tw, "hung\tADD p50\tADD p99\tDEL p50\tDEL p99\tADD p50 vs 0\tADD p99 vs 0\tplain ADD p50\tcatena/plain ADD p50\tseeding\t")
+	_, _ = fmt.Fprintln(tw, "hung\tADD p50\tADD p99\tDEL p50\tDEL p99\tADD p50 vs 0\tADD p99 vs 0\tplain ADD p50\tcatena/plain ADD p50\tseeding\t")
 	base := r.pending[0]
 	ok := true
 	for _, lv := range r.pending {
 		a, d := lv.lat.add, lv.lat.del
 		ra, r99 := ratio(median(a), median(base.lat.add)), ratio(percentile(a, 99), percentile(base.lat.add, 99))
 		ok = ok && ra <= flatTarget
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%.3f\t%.3f\t%s\t%.3f\t%s\t\n", lv.hung, ms(median(a)), ms(percentile(a, 99)),
+		_, _ = fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%.3f\t%.3f\t%s\t%.3f\t%s\t\n", lv.hung, ms(median(a)), ms(percentile(a, 99)),
 			ms(median(d)), ms(percentile(d, 99)), ra, r99, ms(median(lv.plain)), ratio(median(a), median(lv.plain)), lv.seeding.Round(1e6))
 	}
 	_ = tw.Flush()
-	fmt.Fprintf(w, "flat: every ADD p50 <= %.2f x that with 0 hung: %s\n", flatTarget, verdict(ok))
+	w.printf("flat: every ADD p50 <= %.2f x that with 0 hung: %s\n", flatTarget, verdict(ok))
 	return ok
 }

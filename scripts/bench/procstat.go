@@ -24,7 +24,7 @@ func nodeBusy() (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	return parseBusy(f)
 }
 

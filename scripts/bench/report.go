@@ -24,8 +24,30 @@ type results struct {
 	floors  []floor
 }
 
-func table(w io.Writer) *tabwriter.Writer {
-	return tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+// reportWriter is where the report goes: it keeps the first write error,
+// after which it writes nothing more, and report returns that error.
+type reportWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (rw *reportWriter) Write(b []byte) (int, error) {
+	if rw.err != nil {
+		return 0, rw.err
+	}
+	n, err := rw.w.Write(b)
+	rw.err = err
+	return n, err
+}
+
+// printf and println write to rw, which keeps their error.
+func (rw *reportWriter) printf(format string, args ...any) { _, _ = fmt.Fprintf(rw, format, args...) }
+func (rw *reportWriter) println(args ...any)               { _, _ = fmt.Fprintln(rw, args...) }
+
+// table writes aligned columns to rw; a write error reaches rw, which keeps
+// it, so a table's rows and its Flush are not checked one by one.
+func table(rw *reportWriter) *tabwriter.Writer {
+	return tabwriter.NewWriter(rw, 0, 0, 2, ' ', tabwriter.AlignRight)
 }
 
 func verdict(ok bool) string {
@@ -35,8 +57,10 @@ func verdict(ok bool) string {
 	return "NOT met"
 }
 
-// report prints every table and returns whether all targets were met.
-func (r *results) report(w io.Writer, conc int) bool {
+// report prints every table to out and returns whether all targets were
+// met, and the error of a write to out.
+func (r *results) report(out io.Writer, conc int) (bool, error) {
+	w := &reportWriter{w: out}
 	ok := true
 	if r.seq != nil {
 		ok = r.reportSeq(w) && ok
@@ -56,13 +80,16 @@ func (r *results) report(w io.Writer, conc int) bool {
 	if r.cpu != nil {
 		ok = r.reportCPU(w) && ok
 	}
-	return ok
+	if w.err != nil {
+		return ok, fmt.Errorf("writing the report: %w", w.err)
+	}
+	return ok, nil
 }
 
-func (r *results) reportSeq(w io.Writer) bool {
-	fmt.Fprintln(w, "\n(a) sequential ADD and DEL, cnitool, alternating")
+func (r *results) reportSeq(w *reportWriter) bool {
+	w.println("\n(a) sequential ADD and DEL, cnitool, alternating")
 	tw := table(w)
-	fmt.Fprintln(tw, "variant\tverb\tp50\tp95\tn\t")
+	_, _ = fmt.Fprintln(tw, "variant\tverb\tp50\tp95\tn\t")
 	for _, name := range []string{"catena", "plain"} {
 		l := r.seq.by[name]
 		for _, verb := range []string{"ADD", "DEL"} {
@@ -70,22 +97,22 @@ func (r *results) reportSeq(w io.Writer) bool {
 			if verb == "DEL" {
 				s = summarize(l.del)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t\n", name, verb, ms(s.p50), ms(s.p95), s.n)
+			_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t\n", name, verb, ms(s.p50), ms(s.p95), s.n)
 		}
 	}
 	_ = tw.Flush()
 	c, p := r.seq.by["catena"], r.seq.by["plain"]
 	add, del := ratio(median(c.add), median(p.add)), ratio(median(c.del), median(p.del))
 	ok := add <= target && del <= target
-	fmt.Fprintf(w, "ratio catena/plain (p50): ADD %.3f  DEL %.3f   target <= %.2f: %s\n", add, del, target, verdict(ok))
+	w.printf("ratio catena/plain (p50): ADD %.3f  DEL %.3f   target <= %.2f: %s\n", add, del, target, verdict(ok))
 	return ok
 }
 
-func (r *results) reportConc(w io.Writer, conc int) bool {
+func (r *results) reportConc(w *reportWriter, conc int) bool {
 	rounds := len(r.conc.add["catena"])
-	fmt.Fprintf(w, "\n(b) %d ADDs at once, then %d DELs, cnitool, %d rounds per variant (wall: median round; node CPU: median of the rounds' busy time of the whole machine, all cores)\n", conc, conc, rounds)
+	w.printf("\n(b) %d ADDs at once, then %d DELs, cnitool, %d rounds per variant (wall: median round; node CPU: median of the rounds' busy time of the whole machine, all cores)\n", conc, conc, rounds)
 	tw := table(w)
-	fmt.Fprintln(tw, "variant\tverb\twall\tnode CPU\tp50\tp95\tmax\tn\t")
+	_, _ = fmt.Fprintln(tw, "variant\tverb\twall\tnode CPU\tp50\tp95\tmax\tn\t")
 	for _, name := range []string{"catena", "plain"} {
 		for _, verb := range []string{"ADD", "DEL"} {
 			bs := r.conc.add[name]
@@ -93,7 +120,7 @@ func (r *results) reportConc(w io.Writer, conc int) bool {
 				bs = r.conc.del[name]
 			}
 			s := summarize(all(bs))
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", name, verb, ms(median(walls(bs))), ms(median(busies(bs))), ms(s.p50), ms(s.p95), ms(s.max), s.n)
+			_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", name, verb, ms(median(walls(bs))), ms(median(busies(bs))), ms(s.p50), ms(s.p95), ms(s.max), s.n)
 		}
 	}
 	_ = tw.Flush()
@@ -107,16 +134,16 @@ func (r *results) reportConc(w io.Writer, conc int) bool {
 		p50 := ratio(median(all(c)), median(all(p)))
 		cpu := ratio(median(busies(c)), median(busies(p)))
 		ok = ok && wall <= target
-		fmt.Fprintf(w, "ratio catena/plain %s: wall %.3f  p50 %.3f  node CPU %.3f\n", verb, wall, p50, cpu)
+		w.printf("ratio catena/plain %s: wall %.3f  p50 %.3f  node CPU %.3f\n", verb, wall, p50, cpu)
 	}
-	fmt.Fprintf(w, "target: wall ratio <= %.2f: %s\n", target, verdict(ok))
+	w.printf("target: wall ratio <= %.2f: %s\n", target, verdict(ok))
 	return ok
 }
 
-func (r *results) reportScale(w io.Writer) bool {
-	fmt.Fprintln(w, "\n(c) catena with N records already in cacheDir, sequential, the counts in turn, cnitool")
+func (r *results) reportScale(w *reportWriter) bool {
+	w.println("\n(c) catena with N records already in cacheDir, sequential, the counts in turn, cnitool")
 	tw := table(w)
-	fmt.Fprintln(tw, "records\tADD p50\tADD p95\tDEL p50\tDEL p95\tADD vs 0\tDEL vs 0\tpeak RSS catena\tpeak RSS incl. delegates\tseeding\t")
+	_, _ = fmt.Fprintln(tw, "records\tADD p50\tADD p95\tDEL p50\tDEL p95\tADD vs 0\tDEL vs 0\tpeak RSS catena\tpeak RSS incl. delegates\tseeding\t")
 	base := r.scale[0]
 	ok := true
 	for _, lv := range r.scale {
@@ -124,13 +151,13 @@ func (r *results) reportScale(w io.Writer) bool {
 		ra, rd := ratio(a.p50, median(base.lat.add)), ratio(d.p50, median(base.lat.del))
 		ok = ok && ra <= flatTarget && rd <= flatTarget
 		hwm, maxrss := peakRSS(lv.rss)
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%.3f\t%.3f\t%s\t%s\t%s\t\n", lv.records, ms(a.p50), ms(a.p95), ms(d.p50), ms(d.p95),
+		_, _ = fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%.3f\t%.3f\t%s\t%s\t%s\t\n", lv.records, ms(a.p50), ms(a.p95), ms(d.p50), ms(d.p95),
 			ra, rd, kb(hwm), kb(maxrss), lv.seedTime.Round(1e6))
 	}
 	_ = tw.Flush()
-	fmt.Fprintf(w, "flat: every p50 <= %.2f x that with 0 records: %s\n", flatTarget, verdict(ok))
-	fmt.Fprintln(w, "peak RSS catena: VmHWM of the catena process at its exit (ptrace exit stop), max over its ADDs and DELs;")
-	fmt.Fprintln(w, "incl. delegates: wait4 ru_maxrss of catena, the largest of catena and the delegates it reaped")
+	w.printf("flat: every p50 <= %.2f x that with 0 records: %s\n", flatTarget, verdict(ok))
+	w.println("peak RSS catena: VmHWM of the catena process at its exit (ptrace exit stop), max over its ADDs and DELs;")
+	w.println("incl. delegates: wait4 ru_maxrss of catena, the largest of catena and the delegates it reaped")
 	return ok
 }
 
@@ -148,18 +175,18 @@ func kb(v int64) string {
 	return fmt.Sprintf("%.1fMiB", float64(v)/1024)
 }
 
-func (r *results) reportFloors(w io.Writer) {
-	fmt.Fprintln(w, "\n(d) physical floor: the delegates' own exec times, from catena's event journal, same runs (p50)")
+func (r *results) reportFloors(w *reportWriter) {
+	w.println("\n(d) physical floor: the delegates' own exec times, from catena's event journal, same runs (p50)")
 	tw := table(w)
-	fmt.Fprintln(tw, "phase\tverb\tfloor\tcatena inside\tcatena own work\tcatena via cnitool\tplain via cnitool\tcatena/floor\tn\t")
+	_, _ = fmt.Fprintln(tw, "phase\tverb\tfloor\tcatena inside\tcatena own work\tcatena via cnitool\tplain via cnitool\tcatena/floor\tn\t")
 	for _, f := range r.floors {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.3f\t%d\t\n", f.phase, f.verb, ms(f.floor), ms(f.inside), ms(f.own),
+		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.3f\t%d\t\n", f.phase, f.verb, ms(f.floor), ms(f.inside), ms(f.own),
 			ms(f.endToEnd), ms(f.plain), ratio(f.endToEnd, f.floor), f.n)
 	}
 	_ = tw.Flush()
-	fmt.Fprintln(w, "floor: sum of the delegate calls of one operation, from catena starting each delegate to reaping it;")
-	fmt.Fprintln(w, "for ADD that includes the wait for the durable 'starting' write that each delegate's start-up")
-	fmt.Fprintln(w, "overlaps (gate.go), so under contention the floor absorbs part of catena's fsync cost. catena own")
-	fmt.Fprintln(w, "work: its operation minus that sum (lock, record writes not overlapped, result conversion); via")
-	fmt.Fprintln(w, "cnitool adds cnitool's and catena's own process start-up.")
+	w.println("floor: sum of the delegate calls of one operation, from catena starting each delegate to reaping it;")
+	w.println("for ADD that includes the wait for the durable 'starting' write that each delegate's start-up")
+	w.println("overlaps (gate.go), so under contention the floor absorbs part of catena's fsync cost. catena own")
+	w.println("work: its operation minus that sum (lock, record writes not overlapped, result conversion); via")
+	w.println("cnitool adds cnitool's and catena's own process start-up.")
 }

@@ -57,7 +57,8 @@ func TestReportVerdicts(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
-			met := sampleResults(tc.catenaPct, tc.scalePct).report(&out, 50)
+			met, err := sampleResults(tc.catenaPct, tc.scalePct).report(&out, 50)
+			require.NoError(t, err)
 			assert.Equal(t, tc.wantMet, met)
 			for _, w := range tc.want {
 				assert.Contains(t, out.String(), w)

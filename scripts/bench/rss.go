@@ -69,7 +69,7 @@ func recordCatena(real, out string) (int, error) {
 	if err != nil {
 		return code, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	_, err = fmt.Fprintf(f, "%s %d %d\n", os.Getenv("CNI_COMMAND"), hwm, ru.Maxrss)
 	return code, err
 }
@@ -78,8 +78,11 @@ func recordCatena(real, out string) (int, error) {
 // VmHWM at its exit stop, and reaps it.
 func traceToExit(pid int) (hwm int64, ru syscall.Rusage, code int, err error) {
 	var ws syscall.WaitStatus
-	if _, err := wait4(pid, &ws, nil); err != nil || !ws.Stopped() {
-		return 0, ru, 1, fmt.Errorf("catena did not stop after exec: %v (status %v)", err, ws)
+	if _, err := wait4(pid, &ws, nil); err != nil {
+		return 0, ru, 1, fmt.Errorf("catena did not stop after exec: %w", err)
+	}
+	if !ws.Stopped() {
+		return 0, ru, 1, fmt.Errorf("catena did not stop after exec (status %v)", ws)
 	}
 	if err := syscall.PtraceSetOptions(pid, unix.PTRACE_O_TRACEEXIT|unix.PTRACE_O_EXITKILL); err != nil {
 		return 0, ru, 1, fmt.Errorf("ptrace options: %w", err)
@@ -123,14 +126,17 @@ func vmHWM(pid int) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
 			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 		}
 	}
-	return 0, fmt.Errorf("no VmHWM in /proc/%d/status: %v", pid, sc.Err())
+	if err := sc.Err(); err != nil {
+		return 0, fmt.Errorf("reading /proc/%d/status: %w", pid, err)
+	}
+	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
 }
 
 // recorder is the private CNI dir where "catena" is the recorder.

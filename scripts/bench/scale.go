@@ -92,8 +92,12 @@ func (b *bench) seedLevel(ctx context.Context, tmpl *cache.Record, n int) (*scal
 		}
 	}
 	lv.seedTime = time.Since(start)
-	if got, err := countRecords(&v); err != nil || got != n {
-		return nil, fmt.Errorf("(c) want %d records in %s, have %d: %v", n, v.cache, got, err)
+	got, err := countRecords(&v)
+	if err != nil {
+		return nil, fmt.Errorf("(c) counting the records in %s: %w", v.cache, err)
+	}
+	if got != n {
+		return nil, fmt.Errorf("(c) want %d records in %s, have %d", n, v.cache, got)
 	}
 	fmt.Fprintf(os.Stderr, "bench: (c) %d records seeded in %s\n", n, lv.seedTime.Round(time.Millisecond))
 	return lv, nil

@@ -38,10 +38,11 @@ func Execute(ctx context.Context, root *cobra.Command, args []string, stderr io.
 		return 0
 	}
 	name := root.Name()
-	fmt.Fprintf(stderr, "%s: %s\n", name, PrintableLines(err.Error()))
+	// The exit code says it failed even when stderr cannot.
+	_, _ = fmt.Fprintf(stderr, "%s: %s\n", name, PrintableLines(err.Error()))
 	var ue *UsageError
 	if errors.As(err, &ue) {
-		fmt.Fprintf(stderr, "run '%s --help' for usage\n", name)
+		_, _ = fmt.Fprintf(stderr, "run '%s --help' for usage\n", name)
 		return 2
 	}
 	return 1

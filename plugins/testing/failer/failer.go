@@ -343,7 +343,7 @@ func syncDir(dir string) error {
 	if err != nil {
 		return fmt.Errorf("failer: open stateDir: %w", err)
 	}
-	defer d.Close()
+	defer func() { _ = d.Close() }()
 	if err := d.Sync(); err != nil {
 		return fmt.Errorf("failer: sync stateDir: %w", err)
 	}

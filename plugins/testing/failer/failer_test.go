@@ -41,15 +41,16 @@ func cmdArgs(stdin []byte) *skel.CmdArgs {
 	}
 }
 
-// cniErr asserts that err is a CNI error with the given code and returns it.
-func cniErr(t *testing.T, err error, code uint) *types.Error {
+// cniErr asserts that err is a CNI error with the given code and returns a
+// copy of it.
+func cniErr(t *testing.T, err error, code uint) types.Error {
 	t.Helper()
 	require.Error(t, err)
 	var e *types.Error
 	require.True(t, errors.As(err, &e), "not a CNI error: %T %v", err, err)
 	assert.Equal(t, code, e.Code, "error: %v", e)
 	assert.Contains(t, e.Msg, "failer")
-	return e
+	return *e
 }
 
 func TestParseConf(t *testing.T) {
