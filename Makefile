@@ -1,4 +1,5 @@
-# Catena build, test and tooling entry points. Run as root for test/demo/bench.
+# Catena build, test and tooling entry points. Run as root for test/demo/bench;
+# make test-unit runs as any user. make help lists the targets and their cost.
 
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
@@ -17,15 +18,22 @@ export CATENA_CNI_PATH := $(CNI_BIN)
 export CATENA_BIN := $(BIN)
 export GOTOOLCHAIN := local
 
-.PHONY: all build build-demo image plugins demo-deps flannel lint test demo bench fuzz clean leak-demo soak
+.PHONY: all help build build-demo image plugins demo-deps flannel vet lint test test-unit test-integration test-k8s demo bench fuzz clean leak-demo soak
 
+## all: the same as build
 all: build
+
+# A line "## target: what it does (cost)" above a target is its help.
+## help: this list (instant)
+help:
+	@awk '/^## [a-z0-9-]+:/ { sub(/^## /, ""); t = $$0; sub(/:.*/, "", t); d = $$0; sub(/^[a-z0-9-]+: */, "", d); printf "  %-17s %s\n", t, d }' $(MAKEFILE_LIST)
 
 # $(call install_bin,DEST,PKG) builds PKG into DEST through a temp file and a
 # rename: a test or a catena already running DEST keeps its inode.
 install_bin = $(GOBUILD) -o $(1).tmp $(2) && mv -f $(1).tmp $(1)
 
 # What the demo runs: catena (also in bin/cni), catenactl and the failer.
+## build-demo: catena, catenactl and the failer into bin/ (no root; installs nothing; seconds warm)
 build-demo:
 	@mkdir -p $(CNI_BIN)
 	$(call install_bin,$(BIN)/catena,./plugins/catena)
@@ -33,51 +41,82 @@ build-demo:
 	cp -f $(BIN)/catena $(CNI_BIN)/catena.tmp && mv -f $(CNI_BIN)/catena.tmp $(CNI_BIN)/catena
 	$(call install_bin,$(CNI_BIN)/failer,./plugins/testing/failer)
 
+## build: every binary into bin/ and bin/cni/ (no root; installs nothing; seconds warm)
 build: build-demo
 	$(GOBUILD) -o $(BIN)/catena-agent ./cmd/catena-agent
 	$(GOBUILD) -o $(CNI_BIN)/ ./plugins/testing/...
 
 # The node image (Dockerfile) as an OCI archive, bin/catena-image.tar, built
 # with Debian's buildah; the reference is in bin/catena-image.ref.
+## image: the node image, bin/catena-image.tar (root; installs buildah if missing; about a minute on 2 cores)
 image: build
 	bash scripts/image.sh
 
 # Everything make test needs: the demo's deps, then containerd, buildah and
 # Kubernetes (15 to 45 minutes cold by the load on the machine: 43 min measured on a busy 2-core machine; seconds warm).
+## plugins: installs everything make test needs: demo-deps, flannel, containerd, buildah, Kubernetes, promtool (root; 15 to 45 min cold, seconds warm)
 plugins:
 	bash scripts/install-deps.sh
 
 # flannel's CNI plugin into bin/cni, from the pinned source beside the repo
 # (../shared/vendor-src, or CATENA_VENDOR_SRC); make plugins runs it too.
+## flannel: flannel's CNI plugin into bin/cni/, from the pinned source beside the repo (no root; 6 to 15 s cold)
 flannel:
 	bash scripts/install-flannel.sh
 
 # Only what make demo runs: iptables, the reference plugins, cnitool.
+## demo-deps: installs iptables (apt), the pinned reference plugins and cnitool into bin/ (root; 2 to 5 min cold, seconds warm)
 demo-deps:
 	bash scripts/install-demo-deps.sh
+
+# make test is the whole suite CI runs: its prerequisites once, then each
+# step's target with NODEPS=1 (their prerequisites have run), one after the
+# other; scripts/test-tiers.sh stops at the first that fails and prints how
+# long each took.
+TEST_STEPS := vet lint test-unit test-integration test-k8s
+# $(call deps,PREREQS): PREREQS, or nothing under NODEPS=1 (which the
+# tests' own commands do not inherit)
+deps = $(if $(NODEPS),,$(1))
+unexport NODEPS
+
+## test: the whole suite CI runs: vet, lint, test-unit, test-integration, test-k8s, then their times (root; installs what plugins does; 35 to 50 min on 2 cores once installed)
+test: plugins build image
+	@MAKE='$(MAKE)' bash scripts/test-tiers.sh $(TEST_STEPS)
+
+## vet: go vet ./... (no root; about a minute)
+vet:
+	$(GO) vet ./...
 
 # golangci-lint on ./... with .golangci.yml; the pinned version
 # (GOLANGCI_LINT_VERSION in scripts/versions.env) is built into bin/tools/
 # first if it is not there. Measured on a shared 2-core machine (load 5 to
 # 12): building it cold, 170 to 200 s; a run with no Go build or lint cache
 # 155 s, with a warm Go build cache but no lint cache 35 s, warm 1 to 8 s.
+## lint: golangci-lint v2 (pinned) with .golangci.yml over the module (no root; builds the linter into bin/tools first: about 3 min cold; seconds warm)
 lint:
 	bash scripts/install-golangci-lint.sh
 	$(BIN)/tools/golangci-lint run ./...
+
+# Every package but integration/: their tests need no root, no netns and no
+# runtime, and run as any user. Those that need root skip without it, but
+# under CI=true they fail instead: run as root, make test runs them.
+## test-unit: every package's tests but integration/ (any user; installs nothing; builds bin/; about a minute warm: 45 s measured at a load of 2 on 2 cores; some 13 min cold on a busy machine)
+test-unit: $(call deps,build)
+	$(GO) test -count=1 -timeout 20m $$($(GO) list ./... | grep -v '/integration$$')
 
 # The Kubernetes node test (integration/k8s_*_test.go) runs on its own, -v,
 # its log in bin/k8s-test.log: its K8S-SUMMARY lines are printed, and the
 # log's tail when it fails.
 K8S_TEST := '^TestKubernetesNode$$'
 
-test: plugins build image
-	@echo "make test: go vet ./... (about a minute)"
-	$(GO) vet ./...
-	@echo "make test: make lint (seconds warm; up to 6 minutes on a new machine)"
-	@$(MAKE) --no-print-directory lint
-	@echo "make test: every test but TestKubernetesNode: unit, plugin, integration, CRI (about 15 minutes on 2 quiet cores, 20 and more under load)"
-	$(GO) test -count=1 -timeout 40m -skip $(K8S_TEST) ./...
-	@echo "make test: TestKubernetesNode, a real single-node cluster, flannel's scenarios and a 5-minute chaos soak last (about 25 minutes; its log in bin/k8s-test.log)"
+# integration/: real reference plugins in real network namespaces,
+# containerd and CRI, the image; all but the Kubernetes node.
+## test-integration: integration/ but TestKubernetesNode: real plugins, netns, containerd (root; needs make plugins; about 15 min, 20 and more under load)
+test-integration: $(call deps,plugins build image)
+	$(GO) test -count=1 -timeout 40m -skip $(K8S_TEST) ./integration
+
+## test-k8s: TestKubernetesNode: a real single-node cluster, flannel's scenarios, a 5-minute chaos soak; log in bin/k8s-test.log (root; needs make plugins; about 25 min)
+test-k8s: $(call deps,plugins build image)
 	@rc=0; $(GO) test -count=1 -timeout 60m -v -run $(K8S_TEST) ./integration >$(BIN)/k8s-test.log 2>&1 || rc=$$?; \
 	grep -E '^(K8S-SUMMARY|SOAK figure|SOAK invariant|--- |ok|FAIL)' $(BIN)/k8s-test.log || true; \
 	if [ $$rc -ne 0 ]; then tail -n 150 $(BIN)/k8s-test.log; fi; exit $$rc
@@ -91,6 +130,7 @@ SOAK_DURATION ?= 60m
 SOAK_SEED ?= $(shell date +%s)
 # go test's bound: the soak, the bring-up (~5 min) and convergence (<= 7 min)
 SOAK_TIMEOUT ?= 3h
+## soak: the chaos soak alone on a fresh Kubernetes node, SOAK_DURATION (60m) of churn (root; needs make plugins; the duration and about 12 min)
 soak: plugins build image
 	@rc=0; CATENA_K8S_SCENARIOS=soak CATENA_SOAK_DURATION=$(SOAK_DURATION) CATENA_SOAK_SEED=$(SOAK_SEED) \
 	$(GO) test -count=1 -timeout $(SOAK_TIMEOUT) \
@@ -102,19 +142,24 @@ soak: plugins build image
 # demo. Cold (no Go module or build cache) about 170 s of CPU: 95 s of wall
 # time on a quiet 2-core machine, 276 s and 456 s on a shared one at load
 # averages of 6 to 9 and 9 to 15; warm 6 to 10 s (2026-11-25).
+## demo: the README's first command: a real chain in a throwaway netns, then the leak table (root; installs demo-deps; 95 to 456 s cold, 6 to 10 s warm)
 demo: demo-deps build-demo
 	bash scripts/demo.sh
 
+## bench: the benchmark, BENCH_FLAGS (root; installs what plugins does; minutes, by its flags)
 bench: plugins build
 	$(GO) run ./scripts/bench $(BENCH_FLAGS)
 
+## fuzz: every Fuzz target (13) for FUZZTIME (30s) each, one after the other (no root; installs nothing; about 7 min)
 fuzz:
 	FUZZTIME=$(FUZZTIME) bash scripts/fuzz.sh
 
+## clean: removes bin/ (instant)
 clean:
 	rm -rf $(BIN)
 
 # The second half of make demo alone: the seed failure's IP leak, with and
 # without Catena, as a table.
+## leak-demo: the second half of make demo alone (root; installs demo-deps; seconds warm)
 leak-demo: demo-deps build-demo
 	bash scripts/leak-demo.sh

@@ -1,9 +1,3 @@
-// Package cache is Catena's durable per-attachment record store.
-//
-// Every attachment (network name, container ID, ifname) has at most one
-// record. The record says, at every instant, what each delegate of the chain
-// really did, so that a failed ADD can be rolled back and a later DEL can tear
-// down exactly what is still held, with the configuration cached at ADD time.
 package cache
 
 import (

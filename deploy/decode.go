@@ -1,7 +1,3 @@
-// Package deploy holds Catena's Kubernetes manifests (catena.yaml,
-// uninstall.yaml) and decodes them strictly into their k8s.io/api types, so
-// that tests and harnesses edit the objects themselves rather than a copy
-// of the YAML.
 package deploy
 
 import (

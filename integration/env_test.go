@@ -1,6 +1,3 @@
-// Package integration runs Catena with the real reference plugins in real
-// network namespaces. It needs root; under CI=true a missing prerequisite
-// fails the run instead of skipping it.
 package integration
 
 import (

@@ -1,9 +1,3 @@
-// Package libchain is Catena's chain engine: it runs a chain of delegate CNI
-// plugins and keeps a durable record of what each one really did, so that a
-// failed ADD is rolled back exactly and a DEL tears down only what is held.
-//
-// The engine is pure logic over two small interfaces: an Executor (invoke.Exec
-// runs delegates as processes, libchain/invoke) and a cache.Store.
 package libchain
 
 import (

@@ -13,18 +13,25 @@ import (
 	"github.com/catena-cni/catena/cache"
 )
 
+// requireNetNSRoot skips a test that enters or unshares a network
+// namespace when not root, and fails it instead under CI=true.
+func requireNetNSRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("needs root to enter or unshare a netns (CI=true: it must run, not skip)")
+		}
+		t.Skip("needs root to enter or unshare a netns")
+	}
+}
+
 // privateNetNS runs fn on a thread of its own inside a new, unnamed network
 // namespace; fn gets the path of that namespace's nsfs file. The thread is
 // never unlocked, so Go ends it (and the namespace with it) afterwards:
 // nothing is left on the host.
 func privateNetNS(t *testing.T, fn func(path string) error) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("needs root to unshare a netns (CI=true: it must run, not skip)")
-		}
-		t.Skip("needs root to unshare a netns")
-	}
+	requireNetNSRoot(t)
 	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
@@ -42,6 +49,7 @@ func privateNetNS(t *testing.T, fn func(path string) error) {
 // fallback (for kernels before NS_GET_ID) reads the cookie of the namespace
 // at the path, not of the caller's.
 func TestStatNetNSRealKernel(t *testing.T) {
+	requireNetNSRoot(t) // fileCookie enters the namespace
 	host, err := StatNetNS("/proc/self/ns/net")
 	require.NoError(t, err)
 	again, err := StatNetNS("/proc/self/ns/net")

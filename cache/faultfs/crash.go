@@ -1,16 +1,3 @@
-// Package faultfs provides two afero filesystems for testing the durability
-// of the record store:
-//
-//   - CrashFs models what survives a crash: file data only once the file
-//     is synced, directory entries (create, rename, remove) only once the
-//     directory is synced. It can freeze the machine after any number of
-//     operations and then show what a reboot would find (Image).
-//   - FaultFs wraps any afero.Fs and makes the n-th write, sync, rename,
-//     remove, create or mkdir fail with a given errno (ENOSPC, EIO,
-//     EROFS...), once or from then on.
-//
-// Both are test support: they are deterministic, in memory (CrashFs) and
-// safe for concurrent use.
 package faultfs
 
 import (

@@ -1,7 +1,3 @@
-// Command catena-agent installs Catena on a node and keeps it installed: it
-// wraps the node's primary CNI config in a generated conflist that runs it
-// through Catena, copies Catena's binaries into the CNI bin dir, and, as
-// `run`, serves health endpoints for the DaemonSet. See `catena-agent --help`.
 package main
 
 import (

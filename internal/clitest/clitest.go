@@ -1,5 +1,3 @@
-// Package clitest has the test helpers that catenactl's and catena-agent's
-// tests share.
 package clitest
 
 import (

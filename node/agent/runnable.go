@@ -1,7 +1,3 @@
-// Package agent is the frame of catena-agent run: components that run until
-// the context ends (the installer's watch loop, the HTTP server, later the
-// node reconciler) and readiness and liveness checks served over HTTP on one
-// mux that any component may register handlers on (later /metrics).
 package agent
 
 import (

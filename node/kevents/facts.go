@@ -1,6 +1,3 @@
-// Package kevents turns the operations of Catena's event journal into
-// Kubernetes Events: a pure mapping from journal.Op to facts (Mapper) and
-// a sink that records them through client-go's event broadcaster (Sink).
 package kevents
 
 import (

@@ -1,7 +1,3 @@
-// Package metrics is Catena's Prometheus registry for catena-agent run:
-// operations from the event journal, records by network and phase, held
-// attachments, the reconciler's passes, the install's adoptions and its
-// contests over the generated conflist.
 package metrics
 
 import (

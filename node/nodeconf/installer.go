@@ -101,7 +101,7 @@ type Installer struct {
 	// Interlock, if set, is held while anything is written (interlock.go).
 	Interlock *DirLock
 	// Observer, if set, is told of the generated file's writes and of
-	// another writer taking it away (contest.go).
+	// another writer taking it away (rewrite_backoff.go).
 	Observer ConflistObserver
 
 	node nodeState // watch.go's and stale.go's
@@ -131,7 +131,7 @@ func (i *Installer) Sync(ctx context.Context) (Status, error) {
 
 // syncHeld is Sync, except that a generated file that needs writing is not
 // written while hold is not nil: the pass fails with hold as its reason
-// (Watch's backoff against another writer, contest.go).
+// (Watch's backoff against another writer, rewrite_backoff.go).
 func (i *Installer) syncHeld(ctx context.Context, hold error) (Status, error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()

@@ -1,8 +1,3 @@
-// Package nodeconf puts Catena in front of a node's primary CNI: it chooses
-// the primary's network config the way the runtime would, wraps its plugins
-// as Catena's delegates in a generated conflist that sorts first, writes it
-// atomically, keeps it current as the primary changes, and installs Catena's
-// binaries into the CNI bin dir. catena-agent is its main.
 package nodeconf
 
 import (

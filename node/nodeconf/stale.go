@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/spf13/afero"
 	"golang.org/x/sys/unix"
 )
 
@@ -39,8 +40,13 @@ const mountinfoPath = "/proc/self/mountinfo"
 // A host that replaces /etc/cni/net.d (mv net.d net.d.old; mkdir net.d)
 // leaves such a mount showing the old inode: every write goes where the
 // runtime no longer looks. Not being a mount point, or a missing dir, is
-// not stale (the watch re-arms on a replaced dir).
+// not stale (the watch re-arms on a replaced dir). Only a conf dir on the
+// host's filesystem (an *afero.OsFs) is checked: on any other, the host's
+// mounts say nothing of it.
 func (i *Installer) StaleMount() error {
+	if _, onHost := i.Fs.(*afero.OsFs); !onHost {
+		return nil
+	}
 	dir := filepath.Clean(i.Cfg.ConfDir)
 	var st unix.Stat_t
 	if err := unix.Stat(dir, &st); err != nil {

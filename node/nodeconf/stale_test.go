@@ -51,3 +51,23 @@ func TestStaleMountNotAMount(t *testing.T) {
 	i.Cfg.ConfDir = filepath.Join(dir, "missing")
 	assert.NoError(t, i.StaleMount())
 }
+
+// TestStaleMountOnlyOnTheHost: the mount check looks at the host's conf dir,
+// so an Installer on another filesystem has none to check, whatever the
+// host holds at the same path (here a path the host cannot stat: through a
+// regular file; an unreadable /etc/cni does the same to a user).
+func TestStaleMountOnlyOnTheHost(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o600))
+	dir := filepath.Join(file, "net.d")
+	i, _ := newTestInstaller(t, map[string]string{"10-bridge.conflist": bridgeCL})
+	i.Cfg.ConfDir = dir
+	require.NoError(t, i.Fs.MkdirAll(dir, 0o755))
+	require.NoError(t, afero.WriteFile(i.Fs, filepath.Join(dir, "10-bridge.conflist"), []byte(bridgeCL), 0o644))
+	require.NoError(t, i.StaleMount())
+	mustSync(t, i)
+	assert.NoError(t, i.Current(), "ready on its own filesystem")
+
+	host := &Installer{Fs: afero.NewOsFs(), Cfg: Config{ConfDir: dir}}
+	assert.ErrorContains(t, host.StaleMount(), "not a directory", "on the host the same path is checked")
+}

@@ -1,12 +1,3 @@
-// Package securemetrics serves the agent's /metrics over HTTPS behind the
-// API server's authentication and authorization, as kubelet does: a bearer
-// token is checked with a TokenReview, then the user with a
-// SubjectAccessReview of get on the non-resource URL /metrics. It uses
-// k8s.io/apiserver's token cache and delegating authorizer (with its
-// cache) and answers as kubelet's server does: 401 to a request not
-// authenticated (no token, a token the API server rejects, a review that
-// failed), 403 to a user not allowed. The reviews a client can cause are
-// bounded (limits): 429 to a request beyond them.
 package securemetrics
 
 import (

@@ -1,6 +1,3 @@
-// Command catena is a chained CNI meta-plugin: it runs its delegates itself
-// and durably records what each one did, so that a failed ADD is rolled back
-// exactly and a DEL never wedges. All logic lives in libchain and cache.
 package main
 
 import (

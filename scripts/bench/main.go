@@ -1,34 +1,3 @@
-// Command bench measures what catena costs on a real chain: the same three
-// delegates (bridge + host-local, portmap with one port mapping, tuning)
-// driven by bin/cnitool, either as
-//
-//	catena: a conflist whose single entry is catena wrapping the delegates
-//	plain:  a conflist listing the three plugins directly
-//
-// Phases (-phases; flags size each, see -h):
-//
-//	(a) seq:   ADD then DEL, one attachment at a time, the variants
-//	           alternating; p50, p95, catena/plain ratio
-//	(b) conc:  -conc ADDs at once, then as many DELs, both variants,
-//	           alternating rounds; wall, p50, p95, max, ratio
-//	(c) scale: catena's ADD and DEL with 0, 1,000 and 10,000 records already
-//	           in its cacheDir; and catena's peak RSS (rss.go)
-//	(d) the physical floor of (a) and (b): the delegates' own exec times,
-//	    from catena's event journal (floor.go)
-//	(e) pending: catena's ADD and DEL with 0, 1, 10 and 100 hung pending
-//	    teardowns on its network (pending.go), beside the plain ADD
-//	(f) cpu: catena's own CPU per call (task-clock of the whole call with
-//	    its children) over three no-op delegates, beside a minimal Go
-//	    binary and the no-op alone, for every verb (cpu.go); no cnitool
-//
-// It prints the tables, and writes a latency CDF plot (-plot, and with
-// -docs docs/bench.png for the README). Every netns is created and deleted
-// outside the timed region.
-//
-// Run as root from the repository root after `make plugins build`, or with
-// `make bench`. Everything it writes lives in one temp dir, except what the
-// plugins and cnitool themselves write (links, iptables rules, libcni's
-// result cache), which the DELs and the final cleanup remove.
 package main
 
 import (

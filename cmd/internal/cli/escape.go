@@ -1,6 +1,3 @@
-// Package cli holds what catenactl and catena-agent share on their command
-// line: exit codes and usage errors, and the escaping that shows text from a
-// record, an event or a delegate on a terminal without letting it act.
 package cli
 
 import (

@@ -1,6 +1,3 @@
-// Package fakecri is a CRI runtime service for tests: it answers
-// ListPodSandbox from a set of IDs over a real gRPC unix socket, and
-// refuses every other call.
 package fakecri
 
 import (

@@ -1,0 +1,13 @@
+// Package deploy holds Catena's Kubernetes manifests (catena.yaml,
+// uninstall.yaml) and decodes them strictly into their k8s.io/api types, so
+// that tests and harnesses edit the objects themselves rather than a copy
+// of the YAML.
+//
+// Files:
+//
+//	doc.go          this comment
+//	decode.go       CatenaYAML, UninstallYAML and Decode: the manifests embedded, decoded into typed objects
+//	catena.yaml     the Namespace, ServiceAccount, RBAC, ConfigMap and the DaemonSet that runs catena-agent
+//	uninstall.yaml  its Namespace and the DaemonSet that runs catena-agent uninstall on every node
+//	monitoring/     Prometheus's scrape job, the alerting rules and their promtool tests, a Grafana dashboard
+package deploy

@@ -1,0 +1,13 @@
+// Package metrics is Catena's Prometheus registry for catena-agent run:
+// operations from the event journal, records by network and phase, held
+// attachments, the reconciler's passes, the install's adoptions and its
+// contests over the generated conflist.
+//
+// Files:
+//
+//	doc.go      this comment
+//	metrics.go  Metrics: the registry and its collectors; operations, passes, adoptions and the conflist's writes observed
+//	journal.go  JournalTail: the event journal's new lines read at each scrape, across a rotation
+//	handler.go  Handler: /metrics, the journal read before each scrape
+//	probes.go   ReadinessGauge and WritableGauges: gauges evaluated at each scrape
+package metrics
