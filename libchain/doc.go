@@ -2,8 +2,12 @@
 // plugins and keeps a durable record of what each one really did, so that a
 // failed ADD is rolled back exactly and a DEL tears down only what is held.
 //
-// The engine is pure logic over two small interfaces: an Executor (built on
-// the CNI invoke package) and a cache.Store.
+// The engine is pure logic over two small interfaces: an Executor (the
+// mains wire in libchain/invoke, which runs delegates as processes) and a
+// cache.Store. Its sub-packages: invoke (the process machinery), journal
+// (the event journal every operation is written to), libcnientry (the
+// runtime's libcni cache entries a DEL adopts), and internal/failpoint and
+// internal/textbound, which the engine and invoke share.
 //
 // Files:
 //
@@ -27,10 +31,10 @@
 //	auto_probe.go     CachedProber: VERSION answers kept in the cache dir by binary identity
 //	result.go         results converted between CNI versions; prevResult handed on
 //	errors.go         CNI error codes of the engine's errors; delegateError
-//	netns.go          network namespace identity: a teardown no runtime asked for passes a netns only while it is the ADD's
-//	oplog.go          Op: the summary of every operation, logged and passed to OnOp; its trace of calls and waits
+//	netns.go          network namespace identity: every teardown passes its netns only while it is the ADD's
+//	oplog.go          the trace of every operation (journal.Op): logged, and passed to OnOp
 //	logging.go        NewLogger: JSON lines to the config's logFile, else text on stderr; never stdout
 //	readfile.go       ReadSmallFile and OpenRegular: bounded reads that can refuse a symlink
-//	failpoint_on.go   crash points that kill the process, built with -tags failpoint
-//	failpoint_off.go  the crash points of an ordinary build: nothing
+//	executor.go       Executor: what the engine needs of whatever runs its delegates
+//	bound.go          MaxText and BoundText: every text a delegate controls, bounded
 package libchain

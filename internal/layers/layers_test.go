@@ -34,8 +34,7 @@ type layer struct {
 var layers = []layer{
 	{name: "record store", rank: 0, prefixes: []string{"cache"}},
 	{name: "manifests", rank: 0, prefixes: []string{"deploy"}},
-	// adopt is the CNI binary's side of adoption: it stands with the engine.
-	{name: "engine", rank: 1, prefixes: []string{"libchain", "adopt"}},
+	{name: "engine", rank: 1, prefixes: []string{"libchain"}},
 	{name: "node", rank: 2, prefixes: []string{"node"}},
 	// Test helpers may use the store, the engine and node/, and only tests
 	// import them (rule testOnly).
