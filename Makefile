@@ -111,9 +111,16 @@ K8S_TEST := '^TestKubernetesNode$$'
 
 # integration/: real reference plugins in real network namespaces,
 # containerd and CRI, the image; all but the Kubernetes node.
-## test-integration: integration/ but TestKubernetesNode: real plugins, netns, containerd (root; needs make plugins; about 15 min, 20 and more under load)
+# Its -v log is bin/integration-test.log: the failures and the slowest
+# tests are printed from it, and the log's tail when it fails.
+## test-integration: integration/ but TestKubernetesNode: real plugins, netns, containerd; log in bin/integration-test.log (root; needs make plugins; about 15 min, 20 and more under load)
 test-integration: $(call deps,plugins build image)
-	$(GO) test -count=1 -timeout 40m -skip $(K8S_TEST) ./integration
+	@rc=0; $(GO) test -count=1 -timeout 40m -v -skip $(K8S_TEST) ./integration >$(BIN)/integration-test.log 2>&1 || rc=$$?; \
+	grep -E '^(--- FAIL|ok|FAIL)' $(BIN)/integration-test.log || true; \
+	echo "make test-integration: the slowest tests"; \
+	sed -nE 's/^--- (PASS|FAIL|SKIP): ([^ ]+) \(([0-9.]+)s\)$$/\3 \2 \1/p' $(BIN)/integration-test.log | sort -rn | head -n 15 | \
+	awk '{ printf "  %8.1fs  %s %s\n", $$1, $$2, ($$3 == "PASS" ? "" : $$3) }'; \
+	if [ $$rc -ne 0 ]; then tail -n 150 $(BIN)/integration-test.log; fi; exit $$rc
 
 ## test-k8s: TestKubernetesNode: a real single-node cluster, flannel's scenarios, a 5-minute chaos soak; log in bin/k8s-test.log (root; needs make plugins; about 25 min)
 test-k8s: $(call deps,plugins build image)
