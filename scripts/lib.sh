@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared helpers for Catena's install scripts. Source it; it defines
 # functions only. Callers define log().
 
@@ -56,12 +57,19 @@ write_stamp() {
 	mv -f "${1}.tmp" "$1"
 }
 
-# go_install_pinned DIR PKG@VERSION... builds static, trimmed binaries of
-# the pinned packages from the Go module proxy into DIR, outside the repo
-# so that its go.mod plays no part in the install.
+# go_install_pinned [--ldflags=FLAGS] DIR PKG@VERSION... builds static,
+# trimmed binaries of the pinned packages from the Go module proxy into DIR,
+# outside the repo so that its go.mod plays no part in the install; the
+# modules are checked against the checksum database as GOSUMDB says. FLAGS
+# (-X main.Version=... and such) are passed to the linker after -s -w.
 go_install_pinned() {
+	local ldflags='-s -w'
+	if [[ "${1:-}" == --ldflags=* ]]; then
+		ldflags+=" ${1#--ldflags=}"
+		shift
+	fi
 	local dir="$1"
 	shift
 	mkdir -p "$dir"
-	(cd / && CGO_ENABLED=0 GOBIN="$dir" go install -trimpath -ldflags='-s -w' "$@")
+	(cd / && CGO_ENABLED=0 GOBIN="$dir" go install -trimpath -ldflags="$ldflags" "$@")
 }
