@@ -58,9 +58,11 @@ image: build
 plugins:
 	bash scripts/install-deps.sh
 
-# flannel's CNI plugin into bin/cni, from the pinned source beside the repo
-# (../shared/vendor-src, or CATENA_VENDOR_SRC); make plugins runs it too.
-## flannel: flannel's CNI plugin into bin/cni/, from the pinned source beside the repo (no root; 6 to 15 s cold)
+# flannel's CNI plugin into bin/cni: from the Go module proxy when it serves
+# the pinned release (proxy.golang.org does not), else from the pinned
+# source beside the repo (../shared/vendor-src, or CATENA_VENDOR_SRC); with
+# neither it stops at once, naming both. make plugins runs it too.
+## flannel: flannel's CNI plugin into bin/cni/, from the Go module proxy or the pinned source beside the repo (no root; 6 to 15 s cold)
 flannel:
 	bash scripts/install-flannel.sh
 

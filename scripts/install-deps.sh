@@ -8,7 +8,8 @@
 #   bin/cni/   bridge host-local portmap tuning loopback firewall
 #              ptp bandwidth (a Calico-shaped primary)          (CNI_PATH)
 #   bin/       cnitool                          (scripts/install-demo-deps.sh)
-#   bin/cni/flannel, from ../shared/vendor-src  (scripts/install-flannel.sh)
+#   bin/cni/flannel, from the Go module proxy or ../shared/vendor-src
+#                                               (scripts/install-flannel.sh)
 #   bin/containerd2/  containerd 2.4, and Debian's containerd 1.6 and runc
 #                                               (scripts/install-containerd.sh)
 #   buildah, for `make image`                   (scripts/install-buildah.sh)
