@@ -8,7 +8,13 @@ GO ?= go
 BIN := $(CURDIR)/bin
 CNI_BIN := $(BIN)/cni
 # Static binaries: no dynamic loader on the start-up path of every CNI call.
-GOBUILD := CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w'
+# go build stamps each binary with the commit of the .git directory it finds
+# above the package (vcs.revision, vcs.modified), which --version prints. A
+# linked git worktree's .git is a file, which Go does not recognise: it would
+# stamp an enclosing checkout's commit, if any, so such a tree builds with
+# -buildvcs=false (commit unknown).
+VCSFLAG := $(if $(wildcard $(CURDIR)/.git/.),,$(if $(wildcard $(CURDIR)/.git),-buildvcs=false))
+GOBUILD := CGO_ENABLED=0 $(GO) build -trimpath $(VCSFLAG) -ldflags='-s -w'
 FUZZTIME ?= 30s
 # e.g. make bench BENCH_FLAGS='-n 60 -docs' (see go run ./scripts/bench -h)
 BENCH_FLAGS ?=

@@ -6,8 +6,9 @@
 // mains wire in libchain/invoke, which runs delegates as processes) and a
 // cache.Store. Its sub-packages: invoke (the process machinery), journal
 // (the event journal every operation is written to), libcnientry (the
-// runtime's libcni cache entries a DEL adopts), and internal/failpoint and
-// internal/textbound, which the engine and invoke share.
+// runtime's libcni cache entries a DEL adopts), release (Catena's version
+// and the binary's commit, which the binaries print), and internal/failpoint
+// and internal/textbound, which the engine and invoke share.
 //
 // Files:
 //

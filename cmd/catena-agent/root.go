@@ -100,6 +100,7 @@ Exit codes: 0 success, 1 failure (the message says why), 2 usage error.`,
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cli.UsageError{Err: err} })
+	cli.SetVersion(root)
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return flagsFromEnv(cmd.Flags(), e.getenv) }
 	root.AddCommand(installCmd(e), uninstallCmd(e), runCmd(e))
 	return root

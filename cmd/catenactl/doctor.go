@@ -14,6 +14,7 @@ import (
 
 	"github.com/catena-cni/catena/libchain"
 	"github.com/catena-cni/catena/libchain/invoke"
+	"github.com/catena-cni/catena/libchain/release"
 )
 
 // versionTimeout bounds each plugin's answer to VERSION.
@@ -42,8 +43,10 @@ func problem(name, detail, hint string, items ...string) check {
 
 // doctorOutput is what `doctor --json` prints.
 type doctorOutput struct {
-	OK     bool    `json:"ok"`
-	Checks []check `json:"checks"`
+	// Catenactl is the version and commit of the catenactl that checked.
+	Catenactl string  `json:"catenactl"`
+	OK        bool    `json:"ok"`
+	Checks    []check `json:"checks"`
 }
 
 func (a *app) doctorCmd() *cobra.Command {
@@ -77,12 +80,13 @@ with a hint:
   locks          no attachment lock held by a process that is gone or for
                  longer than lockTimeout (each holder is reported as recorded
                  in its lock file).
-Doctor changes nothing (it runs each plugin's VERSION only) and exits 1 if
-it found a problem.`,
+The output starts with catenactl's own version and commit (--json: the
+catenactl field). Doctor changes nothing (it runs each plugin's VERSION
+only) and exits 1 if it found a problem.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			checks := a.diagnose(cmd.Context())
-			out := doctorOutput{OK: true, Checks: checks}
+			out := doctorOutput{Catenactl: release.String(), OK: true, Checks: checks}
 			problems := 0
 			for _, c := range checks {
 				if c.Status != statusOK {
@@ -94,7 +98,7 @@ it found a problem.`,
 			if a.json {
 				err = writeJSON(a.stdout, out)
 			} else {
-				err = printDoctor(a, checks)
+				err = printDoctor(a, out)
 			}
 			if err != nil {
 				return err
@@ -197,9 +201,13 @@ func pluginCheck(ctx context.Context, name, typ, want, cniPath, field string) ch
 	return ok(name, fmt.Sprintf("%s supports cniVersion %s", p, want))
 }
 
-func printDoctor(a *app, checks []check) error {
+// printDoctor prints the catenactl that checked, then a table of the checks.
+func printDoctor(a *app, out doctorOutput) error {
+	if _, err := fmt.Fprintf(a.stdout, "catenactl %s\n", out.Catenactl); err != nil {
+		return fmt.Errorf("writing doctor's header: %w", err)
+	}
 	t := newTable(a.stdout, "CHECK", "STATUS", "DETAIL")
-	for _, c := range checks {
+	for _, c := range out.Checks {
 		t.row(c.Check, c.Status, c.Detail)
 		for _, it := range c.Items {
 			t.row("", "", "- "+it)

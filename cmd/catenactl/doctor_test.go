@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/libchain/release"
 )
 
 // holdLock takes the flock of key's lock file as another process would,
@@ -80,9 +82,28 @@ func TestDoctorHealthy(t *testing.T) {
 	out, stderr, code := f.run("doctor")
 	assert.Equal(t, 0, code, stderr)
 	rows := tableRows(out)
-	assert.Equal(t, []string{"CHECK", "STATUS", "DETAIL"}, rows[0])
+	require.GreaterOrEqual(t, len(rows), 2, out)
+	assert.Equal(t, []string{"catenactl", release.Version, "(commit"}, rows[0][:3], "the first line names catenactl's version")
+	assert.Equal(t, []string{"CHECK", "STATUS", "DETAIL"}, rows[1])
 	assert.True(t, hasRow(rows, "records", "ok", "1", "complete,"), out)
 	assert.Equal(t, slices.Repeat([]string{"VERSION -"}, 6), f.calls(), "two runs: catena and both delegates were asked VERSION, nothing else")
+}
+
+// TestDoctorNamesCatenactl: doctor's first line, and its JSON's catenactl
+// field, give catenactl's version and commit, problems or not.
+func TestDoctorNamesCatenactl(t *testing.T) {
+	f := newFixture(t, "okplug", "nosuchplug")
+	want := `^` + regexp.QuoteMeta(release.Version) + ` \(commit ([0-9a-f]{1,12}(, modified)?|unknown)\)$`
+
+	out, stderr, code := f.run("doctor", "--json")
+	assert.Equal(t, 1, code, stderr)
+	assert.Regexp(t, want, decodeJSON[doctorOutput](t, out).Catenactl)
+
+	out, stderr, code = f.run("doctor")
+	assert.Equal(t, 1, code, stderr)
+	first, _, _ := strings.Cut(out, "\n")
+	assert.Regexp(t, want, strings.TrimPrefix(first, "catenactl "), out)
+	assert.True(t, strings.HasPrefix(first, "catenactl v"), out)
 }
 
 func TestDoctorProblems(t *testing.T) {

@@ -78,6 +78,7 @@ error.`,
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cli.UsageError{Err: err} })
+	cli.SetVersion(root)
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.confPath, "conf", "", "network config (.conflist or .conf) with the catena entry (default: the first such file in "+defaultNetDir+")")
 	pf.StringVar(&a.cacheDir, "cache-dir", "", "Catena's cache dir (default: the config's cacheDir)")

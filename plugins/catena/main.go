@@ -15,9 +15,15 @@ import (
 	"github.com/catena-cni/catena/libchain/invoke"
 	"github.com/catena-cni/catena/libchain/journal"
 	"github.com/catena-cni/catena/libchain/libcnientry"
+	"github.com/catena-cni/catena/libchain/release"
 )
 
-const about = "catena: a chained CNI meta-plugin with a durable per-step record"
+// about is what catena prints on stderr when run with no CNI_COMMAND (by
+// hand, at a shell): its version and commit, and what it is. CNI's VERSION
+// command answers with the spec versions only, as the spec defines.
+func about() string {
+	return "catena " + release.String() + ": a chained CNI meta-plugin with a durable per-step record"
+}
 
 func main() {
 	tuneRuntime()
@@ -48,7 +54,7 @@ func main() {
 		Check:  func(a *skel.CmdArgs) error { return run(a, (*libchain.Engine).Check) },
 		Status: func(a *skel.CmdArgs) error { return run(a, (*libchain.Engine).Status) },
 		GC:     func(a *skel.CmdArgs) error { return run(a, (*libchain.Engine).GC) },
-	}, version.All, about)
+	}, version.All, about())
 }
 
 // run parses the config, wires the engine to the on-disk store and the real

@@ -6,11 +6,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/catena-cni/catena/libchain/release"
 )
 
 // buildCatena builds this main into a temp dir.
@@ -96,4 +99,16 @@ func TestVersionReportsEveryVersion(t *testing.T) {
 	for _, want := range []string{"0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"} {
 		assert.Contains(t, v.Supported, want)
 	}
+}
+
+// TestAboutNamesVersion: catena run by hand, with no CNI_COMMAND, prints on
+// stderr its version and commit and what it is, and exits 0; VERSION's
+// answer stays the spec's JSON (TestVersionReportsEveryVersion).
+func TestAboutNamesVersion(t *testing.T) {
+	bin := buildCatena(t)
+	inv := runCatena(t, bin, nil, "")
+	require.NoError(t, inv.err, "stderr: %s", inv.stderr)
+	assert.Empty(t, inv.stdout)
+	first, _, _ := strings.Cut(string(inv.stderr), "\n")
+	assert.Regexp(t, `^catena `+regexp.QuoteMeta(release.Version)+` \(commit ([0-9a-f]{12}(, modified)?|unknown)\): a chained CNI meta-plugin`, first)
 }
