@@ -359,16 +359,22 @@ func (e *Engine) forwardGC(ctx context.Context, req Request, d Delegate, valid [
 	return e.runPlain(ctx, req, d, "GC", extra)
 }
 
-// parseValid decodes cni.dev/valid-attachments. A GC without the list is
-// refused: reading its absence as "nothing is valid" would reclaim
-// everything.
+// parseValid decodes cni.dev/valid-attachments. null is the empty list:
+// libcni marshals a runtime's nil list so (CRI-O's, for a network without
+// sandboxes), and its own GC then DELs every attachment it cached for the
+// network. A GC without the key is refused: the spec requires it, and
+// reading its absence as "nothing is valid" would reclaim everything for a
+// runtime (or cnitool gc) that sends no list at all.
 func parseValid(raw json.RawMessage) ([]Attachment, error) {
-	if len(raw) == 0 || string(raw) == "null" {
+	if len(raw) == 0 {
 		return nil, configError("cni.dev/valid-attachments", "missing on GC")
 	}
 	var list []Attachment
 	if err := json.Unmarshal(raw, &list); err != nil {
 		return nil, configError("cni.dev/valid-attachments", "not a list of {containerID, ifname}: "+err.Error())
+	}
+	if list == nil {
+		list = []Attachment{} // null
 	}
 	return list, nil
 }
