@@ -14,8 +14,9 @@ import (
 )
 
 // ProcessScanner looks at every process (and thread) of the node once:
-// which network namespaces hold a process. The node reconciler asks it
-// before it reclaims a record.
+// which network namespaces hold a process. GC asks it before it tears
+// down a record the runtime no longer lists (Engine.Procs), and the node
+// reconciler before it reclaims one.
 type ProcessScanner interface {
 	Scan() (NetNSProcesses, error)
 }
@@ -68,7 +69,7 @@ func (p ProcScanner) stat(path string) (cache.NetNSIdentity, error) {
 // identity per distinct namespace. A process that exits meanwhile is
 // skipped; any other unreadable entry makes the look incomplete. Its cost
 // is one directory read per process, one stat per thread and one
-// StatNetNS per distinct namespace.
+// StatNetNS per distinct namespace (README, "GC").
 func (p ProcScanner) Scan() (NetNSProcesses, error) {
 	procs := NetNSProcesses{In: map[cache.NetNSIdentity]string{}}
 	if self, err := os.Readlink(filepath.Join(p.proc(), "self", "ns", "pid")); err != nil {
