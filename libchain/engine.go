@@ -26,6 +26,11 @@ type Engine struct {
 	// StatNetNS. A teardown no runtime asked for passes a record's netns
 	// only while it is still the namespace of the ADD.
 	StatNetNS StatNetNSFunc
+	// Procs, if set, is scanned at most once per GC, when a record the
+	// runtime no longer lists (or whose netns is stale) would be torn
+	// down: a record whose ADD's namespace still holds a process is kept
+	// (gcalive.go). The mains wire ProcScanner; nil: no such look.
+	Procs ProcessScanner
 	// OnOp, if set, receives the summary of every operation (the event
 	// journal), after it is logged.
 	OnOp func(Op)

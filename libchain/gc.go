@@ -70,6 +70,12 @@ type GCReport struct {
 // listed as valid: its teardown was already decided, and no complete ADD
 // stands behind it. A listed, complete attachment is never touched.
 //
+// Liveness: a record GC would tear down because the runtime does not list
+// it (or, with StaleNetNS, because its netns is stale) is kept while the
+// namespace of its ADD still holds a process, as Engine.Procs sees it in
+// one scan per GC (stillAlive): a runtime's list comes from its own state,
+// and a sandbox it forgot still runs.
+//
 // The delegates get the runtime's list plus every attachment Catena keeps
 // alive (skipped, or still needing teardown), so that a delegate's own GC
 // never reclaims what Catena still tracks, even if the runtime breaks the
@@ -109,11 +115,12 @@ func (e *Engine) collectGarbage(ctx context.Context, req Request, opts GCOptions
 	if err != nil {
 		return rep, cniError(types.ErrIOFailure, "GC of network %q: listing records: %w", req.Conf.Name, err)
 	}
+	look := &procLook{scanner: e.Procs}
 	for _, key := range keys {
 		if key.Network != req.Conf.Name {
 			continue
 		}
-		e.collectOne(ctx, req, key, now, grace, valid, opts, rep)
+		e.collectOne(ctx, req, key, gcPass{now: now, grace: grace, valid: valid, opts: opts, look: look}, rep)
 	}
 	if !opts.DryRun {
 		swept, err := e.Store.SweepTemps(req.Conf.Name, now.Add(-grace))
@@ -272,9 +279,17 @@ func reportErr(req Request, rep *GCReport) error {
 	return cniError(types.ErrInternal, "GC of network %q: %w", req.Conf.Name, errors.Join(errs...))
 }
 
+// gcPass is what one GC fixed before it read any record.
+type gcPass struct {
+	now   time.Time
+	grace time.Duration
+	valid map[Attachment]bool
+	opts  GCOptions
+	look  *procLook
+}
+
 // collectOne decides on one record under its lock, taken without waiting.
-func (e *Engine) collectOne(ctx context.Context, req Request, key cache.Key, now time.Time, grace time.Duration,
-	valid map[Attachment]bool, opts GCOptions, rep *GCReport) {
+func (e *Engine) collectOne(ctx context.Context, req Request, key cache.Key, p gcPass, rep *GCReport) {
 	att := Attachment{ContainerID: key.ContainerID, IfName: key.IfName}
 	keep := func(reason string) {
 		rep.Skipped = append(rep.Skipped, GCSkip{Key: key, Reason: reason})
@@ -295,14 +310,14 @@ func (e *Engine) collectOne(ctx context.Context, req Request, key cache.Key, now
 		rep.Errors = append(rep.Errors, fmt.Sprintf("%s: %v", key, err))
 		return
 	}
-	if age := now.Sub(rec.Created); age < grace {
-		keep(fmt.Sprintf("younger than the grace period (%s < %s)", age.Round(time.Second), grace))
+	if age := p.now.Sub(rec.Created); age < p.grace {
+		keep(fmt.Sprintf("younger than the grace period (%s < %s)", age.Round(time.Second), p.grace))
 		return
 	}
 	dead := needsTeardown(rec)
 	switch {
 	case dead:
-	case opts.StaleNetNS:
+	case p.opts.StaleNetNS:
 		// Stale: the netns is gone, or another namespace now stands at
 		// its path. A record without an identity (an earlier build) whose
 		// path exists cannot be judged, and is kept.
@@ -314,10 +329,19 @@ func (e *Engine) collectOne(ctx context.Context, req Request, key cache.Key, now
 			keep(why)
 			return
 		}
-	case valid[att]:
+	case p.valid[att]:
 		return // live: never touched, and already in the runtime's list
 	}
-	if opts.DryRun {
+	if !dead {
+		if why := e.stillAlive(rec, p.look); why != "" {
+			if !p.opts.DryRun {
+				e.log().Warn("GC keeps an attachment it would have torn down: "+why, "attachment", key.String(), "netns", rec.NetNS)
+			}
+			keep(why)
+			return
+		}
+	}
+	if p.opts.DryRun {
 		rep.WouldTearDown = append(rep.WouldTearDown, key)
 		return
 	}
@@ -359,16 +383,22 @@ func (e *Engine) forwardGC(ctx context.Context, req Request, d Delegate, valid [
 	return e.runPlain(ctx, req, d, "GC", extra)
 }
 
-// parseValid decodes cni.dev/valid-attachments. A GC without the list is
-// refused: reading its absence as "nothing is valid" would reclaim
-// everything.
+// parseValid decodes cni.dev/valid-attachments. null is the empty list:
+// libcni marshals a runtime's nil list so (CRI-O's, for a network without
+// sandboxes), and its own GC then DELs every attachment it cached for the
+// network. A GC without the key is refused: the spec requires it, and
+// reading its absence as "nothing is valid" would reclaim everything for a
+// runtime (or cnitool gc) that sends no list at all.
 func parseValid(raw json.RawMessage) ([]Attachment, error) {
-	if len(raw) == 0 || string(raw) == "null" {
+	if len(raw) == 0 {
 		return nil, configError("cni.dev/valid-attachments", "missing on GC")
 	}
 	var list []Attachment
 	if err := json.Unmarshal(raw, &list); err != nil {
 		return nil, configError("cni.dev/valid-attachments", "not a list of {containerID, ifname}: "+err.Error())
+	}
+	if list == nil {
+		list = []Attachment{} // null
 	}
 	return list, nil
 }

@@ -197,3 +197,63 @@ func TestGCSweepsCrashedTempFiles(t *testing.T) {
 	_, err = fsys.Stat(youngTemp)
 	assert.NoError(t, err)
 }
+
+// confWithValid is the config of gcHarness's network as a runtime sends it
+// on GC: cni.dev/valid-attachments is the raw JSON valid, or absent if
+// valid is "".
+func confWithValid(t *testing.T, valid string) *NetConf {
+	t.Helper()
+	key := ""
+	if valid != "" {
+		key = `"cni.dev/valid-attachments":` + valid + `,`
+	}
+	conf, err := ParseConfig([]byte(`{"cniVersion":"1.1.0","name":"podnet","type":"catena","cacheDir":"/var/lib/cni/catena",` +
+		`"delegateTimeout":"200ms","lockTimeout":"100ms",` + key + `"delegates":[` + dIPAM + `,` + dPort + `]}`))
+	require.NoError(t, err)
+	return conf
+}
+
+// TestGCValidListNullIsEmpty: libcni marshals a runtime's nil list as
+// null (CRI-O's, on a network without sandboxes, at every start), and its
+// own GC then reclaims every attachment it cached: Catena reads null as
+// [], and refuses only a GC without the key.
+func TestGCValidListNullIsEmpty(t *testing.T) {
+	tornDown := []string{"DEL portmap", "DEL ipam", "DEL portmap", "DEL ipam", "GC ipam", "GC portmap"}
+	for _, tc := range []struct {
+		name, valid string
+		cids        []string
+		wantCode    uint // 0: GC succeeds
+		wantSeen    []string
+	}{
+		{name: "null, no records", valid: "null", wantSeen: []string{"GC ipam", "GC portmap"}},
+		{name: "[], no records", valid: "[]", wantSeen: []string{"GC ipam", "GC portmap"}},
+		{name: "null, records not in use", valid: "null", cids: []string{"c1", "c2"}, wantSeen: tornDown},
+		{name: "[], records not in use", valid: "[]", cids: []string{"c1", "c2"}, wantSeen: tornDown},
+		{name: "absent, no records", wantCode: types.ErrInvalidNetworkConfig},
+		{name: "absent, records", cids: []string{"c1"}, wantCode: types.ErrInvalidNetworkConfig},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, c, _ := gcHarness(t, tc.cids...)
+			c.advance(time.Hour)
+			conf := confWithValid(t, tc.valid)
+			err := h.eng.GC(context.Background(), gcReq(conf))
+			if tc.wantCode != 0 {
+				require.Error(t, err)
+				assert.Equal(t, tc.wantCode, cniCode(t, err))
+				assert.Contains(t, err.Error(), "cni.dev/valid-attachments: missing on GC")
+				assert.Empty(t, h.exec.seen())
+				for _, cid := range tc.cids {
+					h.record(t, req(conf, cid))
+				}
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.wantSeen, h.exec.seen())
+			for _, cid := range tc.cids {
+				h.noRecord(t, req(conf, cid))
+			}
+			va := h.exec.callsOf("GC", "ipam")[0].Config["cni.dev/valid-attachments"]
+			assert.Equal(t, []any{}, va, "the delegates get an empty list")
+		})
+	}
+}

@@ -41,8 +41,10 @@ Which attachments are alive is given either by:
                   gone. GC is not forwarded to the delegates.
 
 Either way a record is never touched while its lock is held (an operation is
-running) or while it is younger than the config's gcGracePeriod, and a record
-that needs teardown (a failed rollback or DEL) is retried even if listed.
+running) or while it is younger than the config's gcGracePeriod, nor while
+the network namespace of its ADD still holds a process (one look at /proc
+per run), and a record that needs teardown (a failed rollback or DEL) is
+retried even if listed.
 Temp files that a crash left in the network's records, older than the grace
 period and whose lock is free, are removed ("swept temp file"). The corrupt
 records that DEL moved to <cacheDir>/quarantine/ are pruned ("pruned

@@ -166,6 +166,7 @@ func (a *app) engine() (*libchain.Engine, libchain.Request, func() error, error)
 		Versions: libchain.NewCachedProber(exec, afero.NewOsFs(), conf.CacheDir, log),
 		Log:      log,
 		OnOp:     journal.OnOp(conf.CacheDir, log),
+		Procs:    libchain.ProcScanner{},
 	}
 	req := libchain.Request{Conf: conf, Args: libchain.RuntimeArgs{Path: a.resolveCNIPath()}}
 	return eng, req, closeLog, nil

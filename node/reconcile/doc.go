@@ -41,7 +41,7 @@
 //	phase2.go        phase two: the marked records reclaimed once grace has passed, if nothing speaks for them
 //	doubt.go         the netns evidence of a record the runtime does not list, and the doubt of an empty list
 //	netns.go         NetNSObserver, Verdict and Evidence: what a record's netns says of its sandbox
-//	procnetns.go     ProcNetNS: the node's network namespaces seen through /proc
+//	procnetns.go     ProcNetNS: the node's network namespaces, stated and scanned through /proc (libchain.ProcScanner)
 //	retry.go         the teardowns that need it retried, oldest due first, a bounded number at a time
 //	backoff.go       Backoff and DueTimer: when a record's teardown is due again
 //	indexbackoff.go  IndexBackoff: that backoff read from the engine's pending-teardown markers

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/libchain"
 )
 
 // NetNSObserver is what a pass sees of the node's network namespaces
@@ -19,16 +20,9 @@ type NetNSObserver interface {
 	Scan() (Processes, error)
 }
 
-// Processes is one look at the node's processes.
-type Processes struct {
-	// In names one process in each network namespace some process is in,
-	// by the namespace's full identity ("pid 123 (pause)").
-	In map[cache.NetNSIdentity]string
-	// Incomplete, when set, says why some processes may not have been
-	// seen (not in the host's PID namespace, a /proc entry unreadable):
-	// then no namespace is known to have no process in it.
-	Incomplete string
-}
+// Processes is one look at the node's processes: which namespaces hold
+// one, and whether every process was seen.
+type Processes = libchain.NetNSProcesses
 
 // Verdict is what a record's netns says of its sandbox.
 type Verdict int

@@ -77,8 +77,10 @@ func run(a *skel.CmdArgs, verb func(*libchain.Engine, context.Context, libchain.
 }
 
 // newEngine wires an engine for conf: the on-disk store, the real
-// executor, conf's logger, the event journal and, with libcniResultsDir,
-// the adoption of the primary's attachment by a DEL with no record.
+// executor, conf's logger, the event journal, the /proc scanner GC asks
+// before it tears down a record the runtime does not list and, with
+// libcniResultsDir, the adoption of the primary's attachment by a DEL with
+// no record.
 func newEngine(conf *libchain.NetConf) (*libchain.Engine, func(), error) {
 	log, closeLog, err := libchain.NewLogger(conf, os.Stderr)
 	if err != nil {
@@ -91,6 +93,7 @@ func newEngine(conf *libchain.NetConf) (*libchain.Engine, func(), error) {
 		Versions: libchain.NewCachedProber(exec, afero.NewOsFs(), conf.CacheDir, log),
 		Log:      log,
 		OnOp:     journal.OnOp(conf.CacheDir, log),
+		Procs:    libchain.ProcScanner{},
 	}
 	if conf.LibcniResultsDir != "" {
 		atDel, err := libcnientry.NewAtDel(conf.LibcniResultsDir, nil, log)

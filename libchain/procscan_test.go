@@ -1,4 +1,4 @@
-package reconcile
+package libchain
 
 import (
 	"os"
@@ -28,10 +28,10 @@ func TestInRootCgroup(t *testing.T) {
 			proc := t.TempDir()
 			require.NoError(t, os.MkdirAll(filepath.Join(proc, "42"), 0o700))
 			require.NoError(t, os.WriteFile(filepath.Join(proc, "42", "cgroup"), []byte(tc.cgroup), 0o600))
-			assert.Equal(t, tc.want, ProcNetNS{Proc: proc}.inRootCgroup(42))
+			assert.Equal(t, tc.want, ProcScanner{Proc: proc}.inRootCgroup(42))
 		})
 	}
-	assert.False(t, ProcNetNS{Proc: t.TempDir()}.inRootCgroup(42), "no such process")
+	assert.False(t, ProcScanner{Proc: t.TempDir()}.inRootCgroup(42), "no such process")
 }
 
 // TestScanIncomplete: a look that cannot tell it is in the host's PID
@@ -39,16 +39,16 @@ func TestInRootCgroup(t *testing.T) {
 // cgroup, is incomplete, and says why.
 func TestScanIncomplete(t *testing.T) {
 	proc := t.TempDir()
-	procs, err := ProcNetNS{Proc: proc}.Scan()
+	procs, err := ProcScanner{Proc: proc}.Scan()
 	require.NoError(t, err)
 	assert.Contains(t, procs.Incomplete, "PID namespace cannot be read")
 
 	require.NoError(t, os.MkdirAll(filepath.Join(proc, "self", "ns"), 0o700))
 	require.NoError(t, os.Symlink("pid:[4026532000]", filepath.Join(proc, "self", "ns", "pid")))
-	procs, err = ProcNetNS{Proc: proc}.Scan()
+	procs, err = ProcScanner{Proc: proc}.Scan()
 	require.NoError(t, err)
 	assert.Contains(t, procs.Incomplete, "not in the host's PID namespace")
 
-	_, err = ProcNetNS{Proc: filepath.Join(proc, "none")}.Scan()
+	_, err = ProcScanner{Proc: filepath.Join(proc, "none")}.Scan()
 	assert.Error(t, err, "no procfs at all")
 }
