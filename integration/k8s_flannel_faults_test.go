@@ -37,7 +37,7 @@ func (r *k8sRun) flannelSeedFailure(t *testing.T) {
 	r.waitGone(t, "fseed")
 	r.waitFlannelClean(t, time.Minute)
 	summary("flannel seed failure", "%s of kubelet retries, failer after flannel failing ADD and DEL: plain flannel %d retries, %d IPs and %d flannel files held; Catena %d retries, %s; pod Running once lifted; deleted: %s",
-		flannelRetryWindow, r.fl.plain.retries, r.fl.plain.held.IPs, r.fl.plain.held.Files, retries, held, r.flannelHeld(t))
+		retryWindow, r.fl.plain.retries, r.fl.plain.held.IPs, r.fl.plain.held.Files, retries, held, r.flannelHeld(t))
 }
 
 // flannelCrash kills catena (SIGKILL) between flannel's ADD and the next

@@ -27,10 +27,6 @@ import (
 // flannelConfName is kube-flannel's conflist file.
 const flannelConfName = "10-flannel.conflist"
 
-// flannelRetryWindow is how long kubelet retries a failing flannel pod:
-// shorter than retryWindow (each retry is 10-15 s) to bound the test.
-const flannelRetryWindow = 75 * time.Second
-
 // flannelNetName is flannel's network on the node whose world is id
 // (kube-flannel names it cbr0).
 func flannelNetName(id string) string { return "cbr0-" + id }
@@ -76,12 +72,12 @@ func (r *k8sRun) faultyFlannel(logFile string) string {
 }
 
 // flannelRetry runs a one-pod Deployment named app while the fault holds,
-// for flannelRetryWindow of kubelet's retries.
+// for retryWindow of kubelet's retries.
 func (r *k8sRun) flannelRetry(t *testing.T, app string) {
 	t.Helper()
 	touch(t, r.fl.fault)
 	r.c.apply(t, []any{webDeployment(app, 1)})
-	time.Sleep(flannelRetryWindow)
+	time.Sleep(retryWindow)
 	pods := r.c.pods(t, "default", "app="+app)
 	require.Len(t, pods, 1)
 	assert.NotEqual(t, corev1.PodRunning, pods[0].Status.Phase, "the pod cannot start while the fault holds")
@@ -166,7 +162,7 @@ func (r *k8sRun) flannelPlain(t *testing.T) {
 	r.writeFlannel(t, false)
 	require.Equal(t, two, r.flannelHeld(t))
 	summary("flannel plain", "kube-flannel's conflist (0.3.1, [flannel, portmap]): Deployment of 2 Running; seed failure for %s: %d kubelet retries; the pod deleted, %d IPs and %d flannel files held",
-		flannelRetryWindow, seed.retries, seed.held.IPs, seed.held.Files)
+		retryWindow, seed.retries, seed.held.IPs, seed.held.Files)
 }
 
 // flannelInstall applies deploy/catena.yaml again over the running

@@ -16,8 +16,10 @@ import (
 	"github.com/catena-cni/catena/deploy"
 )
 
-// retryWindow is how long kubelet retries the seed failure's pod.
-const retryWindow = 2 * time.Minute
+// retryWindow is how long kubelet retries a seed failure's pod, the plain
+// primary's, Catena's and flannel's: each retry is 10-15 s apart, so at
+// least 4 retries, and one IP leaked by each through a plain conflist.
+const retryWindow = 75 * time.Second
 
 // k8sRun is the state the scenarios share on one bring-up.
 type k8sRun struct {
