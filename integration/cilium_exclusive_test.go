@@ -17,10 +17,14 @@ import (
 	"github.com/catena-cni/catena/internal/ciliumsim"
 )
 
-// ciliumRun is how long Cilium's exclusive mode works against the agent:
-// two of the agent's one-minute backoff periods and 5 s, so that the count
-// shows the cap holding after a rewrite too, not only the first wait.
-const ciliumRun = 125 * time.Second
+// ciliumBackoff is the agent's --rewrite-backoff here (a minute by
+// default), and ciliumRun how long Cilium's exclusive mode works against
+// the agent: two backoff periods and 5 s, so that the count shows the cap
+// holding after a rewrite too, not only the first wait.
+const (
+	ciliumBackoff = 10 * time.Second
+	ciliumRun     = 2*ciliumBackoff + 5*time.Second
+)
 
 // TestCiliumExclusiveMode runs the real catena-agent (resync 2 s) over a
 // conf dir where ciliumsim does what Cilium's agent does with
@@ -28,9 +32,9 @@ const ciliumRun = 125 * time.Second
 // config to .cilium_bak, at start and after every change in the dir. The
 // agent wraps Cilium's conflist, sees its file renamed away, says so (one
 // warning, /readyz 503 naming Cilium and the fix, the metrics), rewrites it
-// at most once a minute, catenactl doctor names it, and once Cilium stops
-// renaming (cni.exclusive: false) the agent is ready again within the
-// minute.
+// at most once per --rewrite-backoff (10 s here, a minute by default),
+// catenactl doctor names it, and once Cilium stops renaming (cni.exclusive:
+// false) the agent is ready again within that period.
 func TestCiliumExclusiveMode(t *testing.T) {
 	n := newAgentNode(t, nil)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -54,7 +58,8 @@ func TestCiliumExclusiveMode(t *testing.T) {
 	}, 5*time.Second, 5*time.Millisecond)
 
 	start := time.Now()
-	p := n.spawnRun("--reconcile-interval", "0") // no runtime here: its warnings are not the point
+	p := n.spawnRun("--reconcile-interval", "0", // no runtime here: its warnings are not the point
+		"--rewrite-backoff", ciliumBackoff.String())
 	var detected time.Time
 	var reason string
 	for deadline := start.Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
@@ -104,7 +109,7 @@ func TestCiliumExclusiveMode(t *testing.T) {
 	stopCilium()
 	require.NoError(t, simErr)
 	fixed := time.Now()
-	p.waitFor("ready after Cilium stopped renaming", 70*time.Second, func() (bool, string) { return p.ready() })
+	p.waitFor("ready after Cilium stopped renaming", ciliumBackoff+10*time.Second, func() (bool, string) { return p.ready() })
 	t.Logf("ready %s after Cilium stopped renaming", time.Since(fixed).Round(time.Millisecond))
 
 	require.False(t, detected.IsZero(), "/readyz never named Cilium's exclusive mode\n%s", logText)
@@ -114,11 +119,11 @@ func TestCiliumExclusiveMode(t *testing.T) {
 	assert.Contains(t, reason, "set cni.exclusive: false")
 	assert.Contains(t, reason, "in Cilium's chaining mode too")
 	rewrites := writes - 1
-	assert.LessOrEqual(t, rewrites, int(ciliumRun/time.Minute), "at most one rewrite a minute")
+	assert.LessOrEqual(t, rewrites, int(ciliumRun/ciliumBackoff), "at most one rewrite per backoff period")
 	assert.GreaterOrEqual(t, rewrites, 1, "the agent does try again")
 	assert.Equal(t, float64(writes), metricWrites)
 	assert.Equal(t, float64(len(renamed)), undone, "every rename of the file counted")
-	assert.Equal(t, 60.0, backoff)
+	assert.Equal(t, ciliumBackoff.Seconds(), backoff)
 	assert.Equal(t, 1, warns, "one warning:\n%s", logText)
 	assert.Contains(t, logText, `msg="the generated conflist was taken away after catena-agent wrote it; backing off before rewriting it"`)
 	assert.Contains(t, logText, "by=cilium")

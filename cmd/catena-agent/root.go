@@ -131,6 +131,7 @@ func (f *installFlags) register(cmd *cobra.Command, e env) {
 	fl.StringVar(&f.resultsDir, "results-dir", defaultResultsDir, "the runtime's libcni cache dir (absolute), whose attachments of the primary's network are adopted, on every pass and by a DEL that finds no record (\"\": adopt nothing)")
 	fl.StringVar(&f.networkDir, "network-dir-plugins", string(nodeconf.NetworkDirLoad), "whether the runtime runs the plugins of the primary's network dir, <conf dir>/<network name>/*.conf, after a .conflist's own (then Catena wraps them too): load (libcni v1.3: containerd 2.1 and later, CRI-O 1.33 and later) or ignore (older runtimes)")
 	fl.DurationVar(&f.resync, "resync", defaultResync, "without --once: re-check everything this often, besides watching the conf dir")
+	fl.DurationVar(&f.cfg.RewriteBackoff, "rewrite-backoff", nodeconf.DefaultRewriteBackoff, "the longest wait before rewriting the generated conflist while another writer keeps taking it away (Cilium's exclusive mode); at least 1s")
 	fl.StringVar(&f.logLevel, "log-level", "info", "catena-agent's own log level on stderr: debug, info, warn, error")
 	c := &f.cfg.Catena
 	fl.StringVar(&c.CacheDir, "cache-dir", libchain.DefaultCacheDir, "Catena's cacheDir (records, locks)")

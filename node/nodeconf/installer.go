@@ -40,10 +40,17 @@ type Config struct {
 	// PluginDirs are the runtime's CNI bin dirs: a primary naming a plugin
 	// in none of them is not wrapped (plugins.go). Empty: not checked.
 	PluginDirs []string
+	// RewriteBackoff is the longest wait before the generated file is
+	// written again while another writer keeps taking it away (Cilium's
+	// exclusive mode; rewrite_backoff.go); 0 is DefaultRewriteBackoff.
+	RewriteBackoff time.Duration
 }
 
 // Validate checks the names before anything is read or written.
 func (c Config) Validate() error {
+	if c.RewriteBackoff != 0 && c.RewriteBackoff < contestMin {
+		return fmt.Errorf("rewrite backoff %s: at least %s (0: %s)", c.RewriteBackoff, contestMin, DefaultRewriteBackoff)
+	}
 	switch {
 	case c.ConfDir == "":
 		return errors.New("the CNI conf dir is empty")

@@ -251,6 +251,8 @@ func TestConfigValidate(t *testing.T) {
 		{Config{ConfDir: "/d", ConfName: "00-catena.conf"}, "must end in .conflist"},
 		{Config{ConfDir: "/d", ConfName: "00-catena.conflist", Primary: "00-catena.conflist"}, "generated file's own name"},
 		{Config{ConfDir: "/d", ConfName: "00-catena.conflist", BinDir: "/b"}, "needs a source dir"},
+		{Config{ConfDir: "/d", ConfName: "00-catena.conflist", RewriteBackoff: 10 * time.Second}, ""},
+		{Config{ConfDir: "/d", ConfName: "00-catena.conflist", RewriteBackoff: 500 * time.Millisecond}, "rewrite backoff 500ms: at least 1s"},
 	} {
 		err := tc.cfg.Validate()
 		if tc.wantErr == "" {

@@ -12,11 +12,20 @@ import (
 // Backoff against another writer: a file taken away once (by a writer not
 // known to keep doing it) is rewritten after contestMin; taken away again,
 // or taken by Cilium's exclusive mode, it is rewritten at most once every
-// contestCap while that goes on.
+// Config.RewriteBackoff (DefaultRewriteBackoff) while that goes on.
 const (
 	contestMin = time.Second
-	contestCap = time.Minute
+	// DefaultRewriteBackoff is Config.RewriteBackoff's default.
+	DefaultRewriteBackoff = time.Minute
 )
+
+// rewriteCap is the longest wait before a rewrite.
+func (c Config) rewriteCap() time.Duration {
+	if c.RewriteBackoff > 0 {
+		return c.RewriteBackoff
+	}
+	return DefaultRewriteBackoff
+}
 
 // ConflistObserver is told of the generated file's writes and of another
 // writer taking it away (the agent's metrics).
@@ -41,7 +50,7 @@ type ConflistObserver interface {
 // has seen it taken. That is logged once per contest (a warning with the
 // cause and the fix, WhoTook), counted, and makes readiness fail with the
 // cause; then passes write nothing until the step since the last write has
-// passed (held): contestMin the first time, contestCap when it happens
+// passed (held): contestMin the first time, the rewrite cap when it happens
 // again or when Cilium took it. A pass that finds the file still in place
 // more than twice the step after the last write ends the contest.
 type contest struct {
@@ -87,7 +96,7 @@ func (c *contest) seen() {
 	}
 	c.taken++
 	c.why = t
-	next := contestCap
+	next := c.i.Cfg.rewriteCap()
 	if c.taken == 1 && t.By() != TakenByCilium {
 		next = contestMin
 	}

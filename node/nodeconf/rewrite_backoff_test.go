@@ -54,27 +54,35 @@ func TestContest(t *testing.T) {
 		by      string
 		steps   []time.Duration // the step after each take
 		reason  string
-		current string // in Current's error (the status's reason, then the disk's)
+		current string        // in Current's error (the status's reason, then the disk's)
+		cap     time.Duration // Config.RewriteBackoff
 	}{
 		{name: "cilium exclusive: straight to the cap", files: map[string]string{"05-cilium.conflist": ciliumCL},
-			take: renameAway, by: TakenByCilium, steps: []time.Duration{contestCap, contestCap, contestCap},
+			take: renameAway, by: TakenByCilium, steps: []time.Duration{DefaultRewriteBackoff, DefaultRewriteBackoff, DefaultRewriteBackoff},
 			reason: "by Cilium's exclusive mode", current: "set cni.exclusive: false"},
+		{name: "cilium exclusive, a 10 s cap", files: map[string]string{"05-cilium.conflist": ciliumCL}, cap: 10 * time.Second,
+			take: renameAway, by: TakenByCilium, steps: []time.Duration{10 * time.Second, 10 * time.Second},
+			reason: "by Cilium's exclusive mode", current: "set cni.exclusive: false"},
+		{name: "renamed twice, a 5 s cap", files: map[string]string{"10-a.conflist": bridgeCL}, cap: 5 * time.Second,
+			take: renameAway, by: TakenByOther, steps: []time.Duration{contestMin, 5 * time.Second},
+			reason: "removed or changed by another writer", current: "stop that writer"},
 		{name: "cilium-cni under another name", files: map[string]string{"10-cilium-chain.conflist": ciliumCL},
-			take: renameAway, by: TakenByCilium, steps: []time.Duration{contestCap, contestCap},
+			take: renameAway, by: TakenByCilium, steps: []time.Duration{DefaultRewriteBackoff, DefaultRewriteBackoff},
 			reason: "10-cilium-chain.conflist is in the conf dir", current: "in Cilium's chaining mode too"},
 		{name: "renamed, no Cilium config", files: map[string]string{"10-a.conflist": bridgeCL},
-			take: renameAway, by: TakenByOther, steps: []time.Duration{contestMin, contestCap, contestCap},
+			take: renameAway, by: TakenByOther, steps: []time.Duration{contestMin, DefaultRewriteBackoff, DefaultRewriteBackoff},
 			reason: "removed or changed by another writer", current: "stop that writer"},
 		{name: "removed beside Cilium's config", files: map[string]string{"05-cilium.conflist": ciliumCL},
-			take: remove, by: TakenByOther, steps: []time.Duration{contestMin, contestCap},
+			take: remove, by: TakenByOther, steps: []time.Duration{contestMin, DefaultRewriteBackoff},
 			reason: "another writer", current: "stop that writer"},
 		{name: "changed", files: map[string]string{"10-a.conflist": bridgeCL},
 			take: func(t *testing.T, fsys afero.Fs) { require.NoError(t, afero.WriteFile(fsys, own, []byte(`{}`), 0o644)) },
-			by:   TakenByOther, steps: []time.Duration{contestMin, contestCap},
+			by:   TakenByOther, steps: []time.Duration{contestMin, DefaultRewriteBackoff},
 			reason: "another writer", current: "stop that writer"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			i, logs := newTestInstaller(t, tc.files)
+			i.Cfg.RewriteBackoff = tc.cap
 			obs := &fakeObserver{}
 			i.Observer = obs
 			now := time.Unix(1_000_000, 0)
