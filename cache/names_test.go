@@ -112,7 +112,7 @@ func TestHashedNamesAreChecked(t *testing.T) {
 	assert.Empty(t, pend, "a pending marker whose record names another key is skipped")
 }
 
-// TestSaveNeverWritesWhatLoadRefuses is issue 12 item 3 (part): a record
+// TestSaveNeverWritesWhatLoadRefuses: a record
 // larger than Load accepts is refused with ErrTooLarge and nothing is
 // written; one that fits, appended to a journal that it would take past
 // the limit, compacts it instead, so that it loads back.

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestDelAdoptsPrimaryAttachment is issue 24 §2.B's last window: a pod
+// TestDelAdoptsPrimaryAttachment: the window the agent's passes leave: a pod
 // ADDed through the primary after the agent's last adoption pass (go-cni
 // copied the network list when its call started) and DELeted through
 // Catena's file before the next pass. Catena's DEL finds no record, reads

@@ -41,7 +41,7 @@ func assertPodsGone(t *testing.T, w *world, net, resultsDir string, pods map[str
 	assert.Empty(t, left, "libcni entries left")
 }
 
-// TestAgentAdoptsLateEntries is issue 24 §2.B: a pod ADDed through the
+// TestAgentAdoptsLateEntries: a pod ADDed through the
 // primary after adoption's scan (an ADD that started before the runtime
 // reloaded its config: go-cni copies its network list when a call starts)
 // must still be adopted, by the next pass, though the generated file is
@@ -84,7 +84,7 @@ func TestAgentAdoptsLateEntries(t *testing.T) {
 		len(w.ipamFiles(net)), len(w.hostVeths()), len(w.records(net)))
 }
 
-// TestAgentRefusesUntrustedResultsDir is issue 24 §2.I through the agent:
+// TestAgentRefusesUntrustedResultsDir: through the agent:
 // `install --once` over a results dir anybody can write, holding an entry
 // planted by uid 65534 that looks like the primary's, adopts nothing,
 // writes no conflist, and says why (exit 1); once the dir is 0700 again,

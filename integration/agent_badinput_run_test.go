@@ -59,7 +59,7 @@ func roBind(t *testing.T, dir string) (rw string, undo func()) {
 	return rw, undo
 }
 
-// TestAgentBadInputWhileRunning is issue 20's bad input under `run`, on
+// TestAgentBadInputWhileRunning: the bad input under `run`, on
 // containerd 2.4 with a sandbox running through Catena: a primary that is
 // not valid JSON (written in place, as Calico's install-cni writes), a
 // primary naming a plugin binary that is not in the CNI bin dir, and a

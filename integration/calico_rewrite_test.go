@@ -45,7 +45,7 @@ func watchGenerated(path string, valid func([]byte) bool, stop <-chan struct{}) 
 	}
 }
 
-// TestCalicoRewritesFollowed is issue 20 §3 on containerd 2.4: a
+// TestCalicoRewritesFollowed: on containerd 2.4: a
 // Calico-shaped primary, [calico, bandwidth, portmap] at 0.3.1 (calico is
 // calicostub over ptp), rewritten 6 times in place as Calico's install-cni
 // does (every second time in two halves 400 ms apart, longer than the

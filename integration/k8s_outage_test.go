@@ -32,7 +32,7 @@ const (
 	outagePassEvery = 10 * time.Second
 )
 
-// apiServerOutage (issue 25): the API server stopped for at least a
+// apiServerOutage: the API server stopped for at least a
 // minute while kubelet churns pods through Catena on flannel's network.
 // It is stopped by SIGSTOP, not killed: its connections hang, as those of
 // a partitioned or overloaded API server do, so every client waits out

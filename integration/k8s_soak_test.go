@@ -18,7 +18,7 @@ import (
 	"github.com/catena-cni/catena/deploy"
 )
 
-// The chaos soak (issue 21): pods churned on the Kubernetes node for
+// The chaos soak: pods churned on the Kubernetes node for
 // CATENA_SOAK_DURATION (5 minutes in make test, an hour with make soak)
 // through Catena wrapping flannel, [flannel, failer, tuning, portmap],
 // while random faults are injected from a seed (CATENA_SOAK_SEED replays

@@ -35,7 +35,7 @@ func longID(w *world, n int) string {
 	return id + strings.Repeat("a", n-len(id))
 }
 
-// TestLongContainerIDs is issue 12 item 8: container IDs longer than a file
+// TestLongContainerIDs: container IDs longer than a file
 // name are legal. DEL without a record succeeds, and ADD, list and DEL work
 // with the real binary and real plugins; the record's file name is a fixed
 // length hash and the full key is inside it.

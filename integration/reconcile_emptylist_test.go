@@ -33,7 +33,7 @@ func (w *world) podProcess(name string) (stop func()) {
 	return stop
 }
 
-// TestReconcileEmptyListKeepsLivePods is issue 24's 2.A: 5 attachments made
+// TestReconcileEmptyListKeepsLivePods: 5 attachments made
 // through Catena as a CRI runtime makes them, each in its own netns with a
 // process in it (their pods run), and a CRI endpoint that answers
 // ListPodSandbox with an empty list (a wrong --runtime-endpoint). Two

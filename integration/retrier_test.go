@@ -42,7 +42,7 @@ func reapRetriers(t *testing.T, cacheDir string, within time.Duration) {
 	retriertest.Reap(t, cacheDir, within)
 }
 
-// hungAndFixable sets up issue 24's scenario on a world: one attachment
+// hungAndFixable sets up the hung-and-fixable scenario on a world: one attachment
 // whose DEL hangs (until its hang file is removed) and one whose DEL fails
 // until its fault file is removed, both DELed once by the runtime and
 // pending. It returns the healthy list for other pods.
@@ -76,7 +76,7 @@ func hungAndFixable(t *testing.T, w *world, net string, timeout time.Duration) (
 	return healthy, hung, fixable, hang, fail, failedAt
 }
 
-// TestNoADDWaitsForAForeignTeardown is issue 24 part 1 on the real binary:
+// TestNoADDWaitsForAForeignTeardown: on the real binary:
 // a record whose DEL hangs until delegateTimeout and one whose DEL failed
 // once, on the network of the ADDs that follow. No ADD waits for either
 // teardown (before: each ADD retried a hung one, 3.07-3.09 s), and the

@@ -37,7 +37,7 @@ func plantedTeardown(t *testing.T, w *world, c *ctl, log string) (*libcni.Runtim
 	return victim, recs[0]
 }
 
-// TestUntrustedCacheEntriesAreNeverActedOn is issue 12 item 2: a record
+// TestUntrustedCacheEntriesAreNeverActedOn: a record
 // that another user could have written (a record file owned by another
 // uid, or a record dir writable by others) is never acted on, by a retrier
 // an ordinary ADD starts, by catenactl repair or by DEL.

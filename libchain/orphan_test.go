@@ -59,7 +59,7 @@ func primaryRecord(t *testing.T, cid string) *cache.Record {
 	return p.record(t, r)
 }
 
-// TestDelAdoptsOrphan is issue 24 §2.B's last window in the engine: a DEL
+// TestDelAdoptsOrphan: the window the agent's passes leave in the engine: a DEL
 // that finds no record tears down, in reverse and with the cached configs
 // (today's chain is another one), what Orphans finds, under the
 // attachment's lock; a failed DEL leaves the adopted record saved as

@@ -58,7 +58,7 @@ func (w *world) entryPath() string {
 	return filepath.Join(w.resultsDir(), "k8s-pod-net-"+libcnitest.TestPod.ContainerID+"-eth0")
 }
 
-// TestDelAdoptsLibcniEntry is issue 24 §2.B's last window: a pod ADDed
+// TestDelAdoptsLibcniEntry: the window the agent's passes leave: a pod ADDed
 // through the primary and never adopted by a pass. Catena's DEL, finding
 // no record, invokes the same delegates, in the same order, with the same
 // stdin as libcni's own DEL through the cached primary would, then removes
@@ -181,7 +181,7 @@ func TestAtDelRefusesBadInput(t *testing.T) {
 	}
 }
 
-// TestDelAdoptionRefusesUntrusted is issue 24 §2.I at DEL time: an entry
+// TestDelAdoptionRefusesUntrusted: at DEL time: an entry
 // another uid owns or group or others can write, or any entry of a results
 // dir anybody can write, is refused and logged; nothing is torn down.
 func TestDelAdoptionRefusesUntrusted(t *testing.T) {

@@ -31,7 +31,7 @@ func (w *world) pass(t *testing.T, a *Adopter) Report {
 	return rep
 }
 
-// TestAdopterAdoptsLaterEntries is issue 24 §2.B in package adopt: one
+// TestAdopterAdoptsLaterEntries: in package adopt: one
 // Adopter serves every pass of the agent; each pass adopts the entries
 // written since (an ADD through the primary after the install), reports
 // nothing for entries settled before, and never brings back a record that

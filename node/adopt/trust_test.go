@@ -13,7 +13,7 @@ import (
 	"github.com/catena-cni/catena/internal/libcnitest"
 )
 
-// TestAdoptRefusesUntrustedResultsDir is issue 24 §2.I: an entry planted by
+// TestAdoptRefusesUntrustedResultsDir: an entry planted by
 // another user in a results dir anybody can write must not become a record
 // (root-owned, with the delegate configs its writer chose). The whole dir
 // is refused, as Catena refuses such a cache dir: the pass fails, names the

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestSyncAdoptsOnEveryPass is issue 24 §2.B where the logic lives:
+// TestSyncAdoptsOnEveryPass: where the logic lives:
 // adoption runs before the first write (so that nothing is installed
 // before the primary's attachments have records), again right after it
 // (ADDs through the primary that finished during the first adoption), and

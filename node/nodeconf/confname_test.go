@@ -25,7 +25,7 @@ func generatedIn(t *testing.T, fsys afero.Fs) []string {
 	return out
 }
 
-// TestSyncAfterConfNameChange is issue 24 §2.K: the agent installed as
+// TestSyncAfterConfNameChange: the agent installed as
 // 00-catena.conflist has pinned 10-p.conflist although 05-early.conflist
 // appeared since; it restarts with another --conf-name. It must neither
 // fail every pass (taking its own earlier file for a primary) nor lose the

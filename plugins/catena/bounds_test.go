@@ -79,7 +79,7 @@ func cniErr(t *testing.T, inv invocation) types.Error {
 	return e
 }
 
-// TestHugeDelegateErrorStaysBounded: issue 12's reproduction. A delegate
+// TestHugeDelegateErrorStaysBounded: A delegate
 // fails ADD with a 20 MiB message while the rollback DEL of an earlier one
 // fails. Before: 21 MB of error on stdout, 42 MB on stderr, and a 41.9 MB
 // record that Load then refused, so the next DEL quarantined it and
