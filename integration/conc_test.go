@@ -138,20 +138,6 @@ func killIfSleep(pid int) {
 	}
 }
 
-// processGone reports whether pid has exited: no such process, or a zombie
-// waiting to be reaped.
-func processGone(t *testing.T, pid int) bool {
-	t.Helper()
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if os.IsNotExist(err) || errors.Is(err, syscall.ESRCH) {
-		return true
-	}
-	require.NoError(t, err)
-	s := string(data)
-	state := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])[0]
-	return state == "Z" || state == "X"
-}
-
 // p99 is the nearest-rank 99th percentile.
 func p99(ds []time.Duration) time.Duration {
 	if len(ds) == 0 {

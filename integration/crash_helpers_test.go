@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"github.com/catena-cni/catena/internal/proctest"
+
 	"bufio"
 	"bytes"
 	"context"
@@ -92,7 +94,7 @@ func pluginProcs(t *testing.T, containerID string) []string {
 			continue
 		}
 		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil || !bytes.Contains(env, want) || processGone(t, pid) {
+		if err != nil || !bytes.Contains(env, want) || proctest.Gone(t, pid) {
 			continue // gone meanwhile, or not ours
 		}
 		comm, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))

@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"github.com/catena-cni/catena/internal/proctest"
+
 	"fmt"
 	"os"
 	"os/exec"
@@ -197,7 +199,7 @@ func TestKillCatenaWhileDelegateBlocked(t *testing.T) {
 	requireNoPluginProcs(t, rt.ContainerID, "after catena was killed")
 	// The parent-death signal is sent as catena exits; the delegate still
 	// has to be scheduled to die (a full test run saw it alive just after).
-	assert.Eventually(t, func() bool { return processGone(t, failerPID) }, 5*time.Second, 10*time.Millisecond,
+	assert.Eventually(t, func() bool { return proctest.Gone(t, failerPID) }, 5*time.Second, 10*time.Millisecond,
 		"the blocked delegate died with catena")
 
 	// The runtime DELs: bridge's DEL, failer's best-effort DEL (it fails:

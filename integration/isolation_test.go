@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"github.com/catena-cni/catena/internal/proctest"
+
 	"fmt"
 	"os"
 	"path/filepath"
@@ -208,8 +210,8 @@ func (w *world) checkHungVictim(t *testing.T, net string, victim *libcni.Runtime
 	assert.GreaterOrEqual(t, round.victimDur, isoDelegateTimeout)
 	assert.Less(t, round.victimDur, 30*time.Second, "ended at its timeout, not after its 30s hang")
 	failerPID, childPID := failerPIDs(t, pidFile)
-	assert.True(t, processGone(t, failerPID))
-	assert.True(t, processGone(t, childPID))
+	assert.True(t, proctest.Gone(t, failerPID))
+	assert.True(t, proctest.Gone(t, childPID))
 	w.holdsNothing(t, net, victim)
 }
 

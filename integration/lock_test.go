@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"github.com/catena-cni/catena/internal/proctest"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -96,12 +98,12 @@ func TestLockHolderWaitersAndRuntimeDeadline(t *testing.T) {
 	err = <-addErr
 	require.Error(t, err)
 	require.ErrorIs(t, ctx.Err(), context.DeadlineExceeded)
-	assert.True(t, processGone(t, holder.PID), "catena was killed")
+	assert.True(t, proctest.Gone(t, holder.PID), "catena was killed")
 	// The kernel sends the parent-death signal as catena exits; the
 	// delegate may not have run to handle it by the time Wait returns.
-	assert.Eventually(t, func() bool { return processGone(t, failerPID) }, time.Second, time.Millisecond,
+	assert.Eventually(t, func() bool { return proctest.Gone(t, failerPID) }, time.Second, time.Millisecond,
 		"the delegate died with catena (parent-death signal)")
-	if !processGone(t, childPID) {
+	if !proctest.Gone(t, childPID) {
 		t.Logf("known gap: the delegate's own child (pid %d) outlives a catena killed by SIGKILL; "+
 			"only delegateTimeout kills the delegate's whole group", childPID)
 	}
@@ -154,8 +156,8 @@ func TestDelegateTimeoutRealChain(t *testing.T) {
 	assert.Contains(t, err.Error(), "; rolled back")
 
 	failerPID, childPID := failerPIDs(t, pidFile)
-	assert.True(t, processGone(t, failerPID), "the delegate is killed")
-	assert.True(t, processGone(t, childPID), "and so is its child: the whole group")
+	assert.True(t, proctest.Gone(t, failerPID), "the delegate is killed")
+	assert.True(t, proctest.Gone(t, childPID), "and so is its child: the whole group")
 	assert.Empty(t, w.ipamFiles(net))
 	assert.Empty(t, w.hostVeths())
 	assert.Empty(t, w.sandboxAddrs("eth0"))

@@ -3,6 +3,8 @@
 package libchain
 
 import (
+	"github.com/catena-cni/catena/internal/proctest"
+
 	"context"
 	"os"
 	"path/filepath"
@@ -107,20 +109,6 @@ func (p *procEnv) lockFiles(t *testing.T) []string {
 	return m
 }
 
-// processGone reports whether pid has exited: no such process, or a zombie
-// (dead, waiting for its new parent to reap it).
-func processGone(t *testing.T, pid int) bool {
-	t.Helper()
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if os.IsNotExist(err) {
-		return true
-	}
-	require.NoError(t, err)
-	s := string(data)
-	state := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])[0]
-	return state == "Z" || state == "X"
-}
-
 // TestDelegateTimeoutKillsWholeGroup: a delegate that hangs, having started
 // a child, is killed at delegateTimeout together with the child. The ADD
 // fails (code 11) naming the delegate and the timeout, the hung step gets a
@@ -138,8 +126,8 @@ func TestDelegateTimeoutKillsWholeGroup(t *testing.T) {
 	assert.Contains(t, err.Error(), "rolled back")
 
 	hanger, child := p.hangerPIDs(t, "c1")
-	assert.True(t, processGone(t, hanger), "the delegate is killed")
-	assert.True(t, processGone(t, child), "the delegate's child is killed with its group")
+	assert.True(t, proctest.Gone(t, hanger), "the delegate is killed")
+	assert.True(t, proctest.Gone(t, child), "the delegate's child is killed with its group")
 	assert.Equal(t, []string{"ADD noop", "ADD hanger", "DEL hanger", "DEL noop"}, p.log(t),
 		"the unknown step gets a best-effort DEL, then the added one its DEL")
 	_, err = p.store.Load(r.Key())
@@ -167,8 +155,8 @@ func TestOverallDeadlineHonoured(t *testing.T) {
 	assert.Contains(t, err.Error(), "rolled back")
 
 	hanger, child := p.hangerPIDs(t, "c1")
-	assert.True(t, processGone(t, hanger))
-	assert.True(t, processGone(t, child))
+	assert.True(t, proctest.Gone(t, hanger))
+	assert.True(t, proctest.Gone(t, child))
 	assert.Equal(t, []string{"ADD noop", "ADD hanger", "DEL hanger", "DEL noop"}, p.log(t))
 	_, err = p.store.Load(r.Key())
 	require.ErrorIs(t, err, cache.ErrNotFound)

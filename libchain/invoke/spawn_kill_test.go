@@ -3,6 +3,8 @@
 package invoke
 
 import (
+	"github.com/catena-cni/catena/internal/proctest"
+
 	"context"
 	"errors"
 	"fmt"
@@ -57,7 +59,7 @@ func TestDeadlineKillsDelegateThatLeftItsGroup(t *testing.T) {
 	assert.ErrorIs(t, err, context.DeadlineExceeded, "a killed delegate's outcome is unknown")
 	assert.Less(t, took, 3*time.Second, "killed at the 1s deadline, not waited for until it exits (15s)")
 	assert.Less(t, cpu, 200*time.Millisecond, "no busy wait")
-	assert.True(t, processGone(t, pid), "the delegate is dead")
+	assert.True(t, proctest.Gone(t, pid), "the delegate is dead")
 }
 
 // TestDeadlineKillsDelegateThatLeftItsGroupWithoutPidfd: on a kernel
@@ -123,7 +125,7 @@ func TestKilledDelegateNotExitingIsGivenUp(t *testing.T) {
 	assert.Contains(t, err.Error(), fmt.Sprintf("pid %d has not exited 1s after its SIGKILL", pid))
 	assert.Less(t, took, timeout+grace+time.Second, "bounded: the deadline, then grace")
 	assert.Less(t, cpu, 200*time.Millisecond, "no busy wait (a spin burns about as much CPU as wall time)")
-	assert.False(t, processGone(t, pid), "still frozen")
+	assert.False(t, proctest.Gone(t, pid), "still frozen")
 
 	require.NoError(t, cg.thaw())
 	assert.True(t, awaitNotChild(t, pid), "once dead, a later call reaps it")
@@ -275,23 +277,9 @@ func killUnreaped(t *testing.T, pid int) {
 	var ws syscall.WaitStatus
 	assert.Eventually(t, func() bool {
 		reapAbandoned()
-		if isChild(pid) && processGone(t, pid) { // a zombie no one else reaps
+		if isChild(pid) && proctest.Gone(t, pid) { // a zombie no one else reaps
 			_, _ = syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
 		}
 		return !isChild(pid)
 	}, 5*time.Second, 10*time.Millisecond, "reaping %d", pid)
-}
-
-// processGone reports whether pid has exited: no such process, or a zombie
-// (dead, waiting for its parent to reap it).
-func processGone(t *testing.T, pid int) bool {
-	t.Helper()
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if os.IsNotExist(err) {
-		return true
-	}
-	require.NoError(t, err)
-	s := string(data)
-	state := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])[0]
-	return state == "Z" || state == "X"
 }
