@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -54,10 +55,14 @@ func sleepIn(t *testing.T, name, path string) (int, func()) {
 	}
 	t.Cleanup(stop)
 	want := nsInodeOf(t, path)
+	// ip enters the netns, then execs sleep: wait for both, so that the
+	// scan names the sleep.
 	require.Eventually(t, func() bool {
 		var st syscall.Stat_t
-		return syscall.Stat(fmt.Sprintf("/proc/%d/ns/net", cmd.Process.Pid), &st) == nil && st.Ino == want
-	}, 5*time.Second, 10*time.Millisecond, "the sleep enters netns %s", name)
+		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", cmd.Process.Pid))
+		return syscall.Stat(fmt.Sprintf("/proc/%d/ns/net", cmd.Process.Pid), &st) == nil && st.Ino == want &&
+			err == nil && strings.TrimSpace(string(comm)) == "sleep"
+	}, 5*time.Second, 10*time.Millisecond, "the sleep runs in netns %s", name)
 	return cmd.Process.Pid, stop
 }
 
