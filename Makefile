@@ -12,8 +12,9 @@ CNI_BIN := $(BIN)/cni
 # above the package (vcs.revision, vcs.modified), which --version prints. A
 # linked git worktree's .git is a file, which Go does not recognise: it would
 # stamp an enclosing checkout's commit, if any, so such a tree builds with
-# -buildvcs=false (commit unknown).
-VCSFLAG := $(if $(wildcard $(CURDIR)/.git/.),,$(if $(wildcard $(CURDIR)/.git),-buildvcs=false))
+# -buildvcs=false (commit unknown). A real checkout asks for -buildvcs=auto,
+# whatever GOFLAGS the Go environment sets.
+VCSFLAG := $(if $(wildcard $(CURDIR)/.git/.),-buildvcs=auto,$(if $(wildcard $(CURDIR)/.git),-buildvcs=false))
 GOBUILD := CGO_ENABLED=0 $(GO) build -trimpath $(VCSFLAG) -ldflags='-s -w'
 FUZZTIME ?= 30s
 # e.g. make bench BENCH_FLAGS='-n 60 -docs' (see go run ./scripts/bench -h)

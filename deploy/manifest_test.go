@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/catena-cni/catena/libchain/release"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
@@ -87,7 +89,7 @@ func checkNodePod(t *testing.T, ds *appsv1.DaemonSet, sub string, pathFlags []st
 	assert.Contains(t, spec.Tolerations, corev1.Toleration{Operator: corev1.TolerationOpExists}, "tolerates every taint")
 	require.Len(t, spec.Containers, 1)
 	c := spec.Containers[0]
-	assert.Regexp(t, `^localhost/catena:[A-Za-z0-9_][A-Za-z0-9_.-]*$`, c.Image)
+	assert.Equal(t, "localhost/catena:"+release.Version, c.Image, "the image make image tags by default")
 	assert.Equal(t, corev1.PullIfNotPresent, c.ImagePullPolicy)
 	assert.Equal(t, []string{"/catena-agent", sub}, c.Command)
 	require.NotNil(t, c.SecurityContext)

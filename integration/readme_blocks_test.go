@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The README's copy-paste blocks are run by TestReadmeCommands, by this
-// convention:
+// The copy-paste blocks of README.md, CONTRIBUTING.md and docs/**/*.md are
+// run by TestDocCommands, by this convention:
 //
 //   - every fenced block whose info string is sh, bash or shell runs, one
 //     command at a time (a line, with the lines its trailing backslashes
@@ -32,7 +32,7 @@ import (
 //
 // Other blocks (json, …) are documentation, not run.
 
-// readmeBlock is one fenced shell block of the README.
+// readmeBlock is one fenced shell block of a page.
 type readmeBlock struct {
 	line     int    // line of the opening fence, from 1
 	skip     string // the reason of a not-run comment
@@ -41,6 +41,7 @@ type readmeBlock struct {
 }
 
 type readmeCommand struct {
+	file string
 	line int
 	text string
 }
@@ -58,9 +59,9 @@ var (
 
 var readmeShells = map[string]bool{"sh": true, "bash": true, "shell": true}
 
-// parseReadme returns the README's shell blocks, with the directive of the
-// comment right before each.
-func parseReadme(text string) ([]readmeBlock, error) {
+// parseReadme returns the shell blocks of page name, with the directive of
+// the comment right before each.
+func parseReadme(name, text string) ([]readmeBlock, error) {
 	var blocks []readmeBlock
 	var cur *readmeBlock
 	prev := "" // the last non-blank line outside a block
@@ -87,13 +88,13 @@ func parseReadme(text string) ([]readmeBlock, error) {
 				d := readmeDirective.FindStringSubmatch(prev)
 				switch {
 				case d == nil:
-					return nil, fmt.Errorf("README.md:%d: the comment before this block is neither <!-- not-run: REASON --> nor <!-- run: node -->: %s", n, prev)
+					return nil, fmt.Errorf("%s:%d: the comment before this block is neither <!-- not-run: REASON --> nor <!-- run: node -->: %s", name, n, prev)
 				case d[1] == "not-run" && d[2] != "":
 					b.skip = d[2]
 				case d[1] == "run" && d[2] == "node":
 					b.fixture = "node"
 				default:
-					return nil, fmt.Errorf("README.md:%d: %s: not-run needs a reason, and run knows only node", n, prev)
+					return nil, fmt.Errorf("%s:%d: %s: not-run needs a reason, and run knows only node", name, n, prev)
 				}
 			}
 			blocks = append(blocks, b)
@@ -102,7 +103,7 @@ func parseReadme(text string) ([]readmeBlock, error) {
 		}
 		if strings.HasPrefix(line, "```") {
 			if pending != "" {
-				return nil, fmt.Errorf("README.md:%d: the block ends inside a continued line", n)
+				return nil, fmt.Errorf("%s:%d: the block ends inside a continued line", name, n)
 			}
 			inFence, cur, prev = false, nil, ""
 			continue
@@ -116,7 +117,7 @@ func parseReadme(text string) ([]readmeBlock, error) {
 		}
 		if strings.HasSuffix(t, `\`) {
 			if pending == "" {
-				cur.commands = append(cur.commands, readmeCommand{line: n})
+				cur.commands = append(cur.commands, readmeCommand{file: name, line: n})
 			}
 			pending += strings.TrimSuffix(t, `\`) + " "
 			continue
@@ -126,13 +127,13 @@ func parseReadme(text string) ([]readmeBlock, error) {
 			pending = ""
 			continue
 		}
-		cur.commands = append(cur.commands, readmeCommand{line: n, text: t})
+		cur.commands = append(cur.commands, readmeCommand{file: name, line: n, text: t})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
 	if inFence {
-		return nil, fmt.Errorf("README.md: a fenced block is never closed")
+		return nil, fmt.Errorf("%s: a fenced block is never closed", name)
 	}
 	return blocks, nil
 }
@@ -150,7 +151,7 @@ func (c readmeCommand) expand(values map[string]string) (string, error) {
 		return v
 	})
 	if len(missing) > 0 {
-		return "", fmt.Errorf("README.md:%d: placeholder %s is not defined here (only a <!-- run: node --> block has <container>); mark the block <!-- not-run: REASON --> or make it runnable", c.line, strings.Join(missing, ", "))
+		return "", fmt.Errorf("%s:%d: placeholder %s is not defined here (only a <!-- run: node --> block has <container>); mark the block <!-- not-run: REASON --> or make it runnable", c.file, c.line, strings.Join(missing, ", "))
 	}
 	return out, nil
 }
@@ -169,15 +170,15 @@ func TestParseReadme(t *testing.T) {
 				"<!-- run: node -->\n\n```bash\ncatenactl show <container>\n```\n" +
 				"```json\n{\"a\": 1}\n```\n",
 			want: []readmeBlock{
-				{line: 2, commands: []readmeCommand{{3, "make demo   # comment"}, {6, "make x  --flag"}}},
-				{line: 10, skip: "needs a cluster", commands: []readmeCommand{{11, "kubectl apply -f x"}}},
-				{line: 15, fixture: "node", commands: []readmeCommand{{16, "catenactl show <container>"}}},
+				{line: 2, commands: []readmeCommand{{"README.md", 3, "make demo   # comment"}, {"README.md", 6, "make x  --flag"}}},
+				{line: 10, skip: "needs a cluster", commands: []readmeCommand{{"README.md", 11, "kubectl apply -f x"}}},
+				{line: 15, fixture: "node", commands: []readmeCommand{{"README.md", 16, "catenactl show <container>"}}},
 			},
 		},
 		{
 			name: "a directive applies only to the next fence",
 			text: "<!-- not-run: x -->\ntext\n```sh\nls\n```\n",
-			want: []readmeBlock{{line: 3, commands: []readmeCommand{{4, "ls"}}}},
+			want: []readmeBlock{{line: 3, commands: []readmeCommand{{"README.md", 4, "ls"}}}},
 		},
 		{name: "unknown comment", text: "<!-- skip -->\n```sh\nls\n```\n", wantErr: "README.md:2: the comment before this block"},
 		{name: "not-run without reason", text: "<!-- not-run: -->\n```sh\nls\n```\n", wantErr: "not-run needs a reason"},
@@ -186,7 +187,7 @@ func TestParseReadme(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseReadme(tt.text)
+			got, err := parseReadme("README.md", tt.text)
 			if tt.wantErr != "" {
 				require.ErrorContains(t, err, tt.wantErr)
 				return

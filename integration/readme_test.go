@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,48 +18,69 @@ import (
 // longest, under a minute once installed, about 2 minutes cold.
 const readmeCommandTimeout = 10 * time.Minute
 
-// TestReadmeCommands runs every runnable command of README.md's shell blocks
-// (the convention is in readme_blocks_test.go), as a reader would paste
-// them: the quick start's `make demo` (under a minute once installed:
-// `make test` has installed and built everything before it runs this) and
-// the catenactl examples on a node fixture. A command fails the test when it
-// exits non-zero or prints an error; skipped blocks are skipped subtests,
-// with their reason.
-func TestReadmeCommands(t *testing.T) {
+// docPages are the pages whose shell blocks TestDocCommands runs:
+// README.md, CONTRIBUTING.md and every page under docs/, in that order.
+func docPages(t *testing.T, root string) []string {
+	t.Helper()
+	pages := []string{"README.md", "CONTRIBUTING.md"}
+	require.NoError(t, filepath.WalkDir(filepath.Join(root, "docs"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".md") {
+			rel, rerr := filepath.Rel(root, p)
+			if rerr != nil {
+				return fmt.Errorf("docs page %s: %w", p, rerr)
+			}
+			pages = append(pages, filepath.ToSlash(rel))
+		}
+		return err
+	}))
+	return pages
+}
+
+// TestDocCommands runs every runnable command of the shell blocks of
+// README.md, CONTRIBUTING.md and docs/**/*.md (the convention is in
+// readme_blocks_test.go), as a reader would paste them: the quick start's
+// `make demo` (under a minute once installed: `make test` has installed
+// and built everything before it runs this) and the catenactl examples on
+// a node fixture. A command fails the test when it exits non-zero or
+// prints an error; skipped blocks are skipped subtests, with their reason.
+// A subtest is named by page and line, slashes as underscores:
+// -run 'TestDocCommands/docs_catenactl.md' runs one page.
+func TestDocCommands(t *testing.T) {
 	requireRoot(t)
 	root := repoRoot()
-	text, err := os.ReadFile(filepath.Join(root, "README.md"))
-	require.NoError(t, err)
-	blocks, err := parseReadme(string(text))
-	require.NoError(t, err)
-	require.NotEmpty(t, blocks, "README.md has no shell block")
-
-	var node *readmeNode
-	for _, b := range blocks {
-		t.Run(fmt.Sprintf("README.md:%d", b.line), func(t *testing.T) {
-			if b.skip != "" {
-				t.Skipf("not run: %s", b.skip)
-			}
-			values := map[string]string{}
-			var wrap []string
-			if b.fixture == "node" {
-				if node == nil {
-					node = newReadmeNode(t)
+	for _, page := range docPages(t, root) {
+		text, err := os.ReadFile(filepath.Join(root, page))
+		require.NoError(t, err)
+		blocks, err := parseReadme(page, string(text))
+		require.NoError(t, err)
+		if page == "README.md" {
+			require.NotEmpty(t, blocks, "README.md has no shell block")
+		}
+		for _, b := range blocks {
+			t.Run(fmt.Sprintf("%s:%d", strings.ReplaceAll(page, "/", "_"), b.line), func(t *testing.T) {
+				if b.skip != "" {
+					t.Skipf("not run: %s", b.skip)
 				}
-				values["container"] = node.container
-				wrap = node.wrap()
-			}
-			for _, c := range b.commands {
-				cmdline, err := c.expand(values)
-				require.NoError(t, err)
-				out, err := runReadmeCommand(root, wrap, cmdline)
-				t.Logf("README.md:%d: $ %s\n%s", c.line, cmdline, out)
-				require.NoError(t, err, "README.md:%d: `%s` failed:\n%s", c.line, cmdline, out)
-				if l := readmeErrorLine.FindString(out); l != "" {
-					t.Fatalf("README.md:%d: `%s` exited 0 but printed an error (%q):\n%s", c.line, cmdline, l, out)
+				values := map[string]string{}
+				var wrap []string
+				if b.fixture == "node" {
+					// A fixture per block: a block sees no other's changes.
+					node := newReadmeNode(t)
+					values["container"] = node.container
+					wrap = node.wrap()
 				}
-			}
-		})
+				for _, c := range b.commands {
+					cmdline, err := c.expand(values)
+					require.NoError(t, err)
+					out, err := runReadmeCommand(root, wrap, cmdline)
+					t.Logf("%s:%d: $ %s\n%s", page, c.line, cmdline, out)
+					require.NoError(t, err, "%s:%d: `%s` failed:\n%s", page, c.line, cmdline, out)
+					if l := readmeErrorLine.FindString(out); l != "" {
+						t.Fatalf("%s:%d: `%s` exited 0 but printed an error (%q):\n%s", page, c.line, cmdline, l, out)
+					}
+				}
+			})
+		}
 	}
 }
 
@@ -83,7 +105,7 @@ func runReadmeCommand(root string, wrap []string, cmdline string) (string, error
 	cmd.Env = env
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return string(out), fmt.Errorf("README command %q: %w", cmdline, err)
+		return string(out), fmt.Errorf("docs command %q: %w", cmdline, err)
 	}
 	return string(out), nil
 }

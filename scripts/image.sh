@@ -11,8 +11,9 @@
 # --runroot under bin/buildah/, vfs driver); buildah also writes its blob-info
 # cache under /var/lib/containers/cache whatever --root says, so it runs in a
 # private mount namespace with a tmpfs over /var/lib: the host is left as
-# found. IMAGE_VERSION sets the tag (default dev, as deploy/catena.yaml has
-# it; e.g. IMAGE_VERSION=$(git describe --always) for an upgrade).
+# found. IMAGE_VERSION sets the tag (default: the release version, from
+# libchain/release/release.go, as deploy/catena.yaml has it; e.g.
+# IMAGE_VERSION=$(git describe --always) for an upgrade).
 # IMAGE_BIN_DIR takes the binaries from another dir than bin/, and
 # IMAGE_ARCHIVE writes the archive elsewhere (then no .ref is written): the
 # Kubernetes test builds its upgrade image so.
@@ -21,7 +22,12 @@ set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 log() { printf 'image: %s\n' "$*" >&2; }
 
-version="${IMAGE_VERSION:-dev}"
+release="$(sed -n 's/^const Version = "\(v[^"]*\)"$/\1/p' "${repo}/libchain/release/release.go")"
+if [[ -z "$release" ]]; then
+	log "error: no const Version in libchain/release/release.go"
+	exit 1
+fi
+version="${IMAGE_VERSION:-$release}"
 if [[ ! "$version" =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ ]]; then
 	log "error: version ${version@Q} is not a valid image tag"
 	exit 1

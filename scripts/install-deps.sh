@@ -25,12 +25,14 @@ set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
+# flannel first: with neither the module proxy nor the pinned source it
+# stops at once, before minutes of other installs.
+bash "${repo}/scripts/install-flannel.sh"
 bash "${repo}/scripts/install-demo-deps.sh"
 # shellcheck source=scripts/lib.sh
 . "${repo}/scripts/lib.sh"
 log() { printf 'install-deps: %s\n' "$*" >&2; }
 ensure_apt_pkgs containernetworking-plugins
-bash "${repo}/scripts/install-flannel.sh"
 bash "${repo}/scripts/install-containerd.sh"
 bash "${repo}/scripts/install-buildah.sh"
 bash "${repo}/scripts/install-k8s.sh"

@@ -38,7 +38,8 @@ Which attachments are alive is given either by:
                   with that list widened by what Catena still keeps alive,
                   unless --skip-delegates.
   --stale-netns   without a runtime: a record is dead only if its netns path is
-                  gone. GC is not forwarded to the delegates.
+                  gone or now holds another namespace than the ADD's. GC is
+                  not forwarded to the delegates.
 
 Either way a record is never touched while its lock is held (an operation is
 running) or while it is younger than the config's gcGracePeriod, nor while
@@ -95,7 +96,7 @@ to be, and one of the network; a dry run writes nothing.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&validFile, "valid", "", "JSON file listing the live attachments (see above)")
-	f.BoolVar(&opts.StaleNetNS, "stale-netns", false, "treat a record as dead only when its netns path is gone")
+	f.BoolVar(&opts.StaleNetNS, "stale-netns", false, "treat a record as dead only when its netns path is gone or holds another namespace")
 	f.BoolVar(&opts.DryRun, "dry-run", false, "report what would be torn down; change nothing")
 	f.BoolVar(&opts.SkipDelegates, "skip-delegates", false, "with --valid: do not forward GC to the delegates")
 	return cmd

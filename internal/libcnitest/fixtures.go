@@ -1,6 +1,7 @@
 package libcnitest
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/containernetworking/cni/pkg/types"
+	"github.com/spf13/afero"
 	"github.com/stretchr/testify/require"
 
 	"github.com/catena-cni/catena/cache"
@@ -129,3 +131,24 @@ func Plant(t *testing.T, resultsDir, id string, uid int, perm os.FileMode) strin
 	require.NoError(t, os.Chmod(path, perm))
 	return name
 }
+
+// World is a libcni cache dir and a Catena cache dir on the real
+// filesystem, under the test's temp dir, with Catena's DiskStore over the
+// latter and a buffer for logs.
+type World struct {
+	LibcniDir, CatenaDir string
+	Store                *cache.DiskStore
+	Log                  *bytes.Buffer
+}
+
+// NewWorld makes a World in t.TempDir().
+func NewWorld(t *testing.T) *World {
+	t.Helper()
+	root := t.TempDir()
+	w := &World{LibcniDir: filepath.Join(root, "libcni"), CatenaDir: filepath.Join(root, "catena"), Log: &bytes.Buffer{}}
+	w.Store = cache.NewDiskStore(afero.NewOsFs(), w.CatenaDir, cache.NewFlockLocker(filepath.Join(w.CatenaDir, cache.LocksDir)))
+	return w
+}
+
+// ResultsDir is libcni's cache of results in the World.
+func (w *World) ResultsDir() string { return filepath.Join(w.LibcniDir, "results") }

@@ -6,13 +6,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/catena-cni/catena/internal/proctest"
 
 	"github.com/catena-cni/catena/cache"
 	"github.com/catena-cni/catena/libchain"
@@ -53,14 +54,6 @@ func zombie(pid int) bool {
 	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
 }
 
-// gone reports whether pid has exited (reaped, or a zombie).
-func gone(pid int) bool {
-	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); errors.Is(err, fs.ErrNotExist) {
-		return true
-	}
-	return zombie(pid)
-}
-
 // Reap waits up to within for cacheDir's retriers to exit, then kills
 // those left (Kill). It returns the PIDs it killed.
 func Reap(t testing.TB, cacheDir string, within time.Duration) []int {
@@ -97,7 +90,7 @@ func Kill(t testing.TB, pid int) {
 		}
 		return
 	}
-	for deadline := time.Now().Add(10 * time.Second); !gone(pid); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); !proctest.Gone(t, pid); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Errorf("process %d still there 10 s after SIGKILL", pid)
 			return

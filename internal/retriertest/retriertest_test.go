@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/catena-cni/catena/internal/proctest"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -41,7 +43,7 @@ func TestReapKillsTheRetrierOfItsCacheDir(t *testing.T) {
 	assert.Empty(t, pids, "another cache dir's")
 
 	assert.Equal(t, []int{cmd.Process.Pid}, Reap(t, dir, 0))
-	assert.True(t, gone(cmd.Process.Pid))
+	assert.True(t, proctest.Gone(t, cmd.Process.Pid))
 	pids, err = PIDs(dir)
 	require.NoError(t, err)
 	assert.Empty(t, pids)

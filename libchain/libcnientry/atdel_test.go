@@ -1,7 +1,6 @@
 package libcnientry
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"os"
@@ -18,28 +17,16 @@ import (
 	"github.com/catena-cni/catena/libchain"
 )
 
-// world is a libcni cache dir and a Catena cache dir on the real filesystem.
-type world struct {
-	libcniDir, catenaDir string
-	store                *cache.DiskStore
-	log                  *bytes.Buffer
-}
+// world is libcnitest's World with this package's helpers.
+type world struct{ *libcnitest.World }
 
-func newWorld(t *testing.T) *world {
-	t.Helper()
-	root := t.TempDir()
-	w := &world{libcniDir: filepath.Join(root, "libcni"), catenaDir: filepath.Join(root, "catena"), log: &bytes.Buffer{}}
-	w.store = cache.NewDiskStore(afero.NewOsFs(), w.catenaDir, cache.NewFlockLocker(filepath.Join(w.catenaDir, cache.LocksDir)))
-	return w
-}
-
-func (w *world) resultsDir() string { return filepath.Join(w.libcniDir, "results") }
+func newWorld(t *testing.T) *world { return &world{libcnitest.NewWorld(t)} }
 
 // atDel returns the AtDel the catena plugin builds from libcniResultsDir,
-// logging at debug level into w.log.
+// logging at debug level into w.Log.
 func (w *world) atDel(t *testing.T) *AtDel {
 	t.Helper()
-	d, err := NewAtDel(w.resultsDir(), nil, slog.New(slog.NewTextHandler(w.log, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	d, err := NewAtDel(w.ResultsDir(), nil, slog.New(slog.NewTextHandler(w.Log, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	require.NoError(t, err)
 	return d
 }
@@ -49,13 +36,13 @@ func (w *world) atDel(t *testing.T) *AtDel {
 func (w *world) engine(t *testing.T, x libchain.Executor) (*libchain.Engine, libchain.Request) {
 	t.Helper()
 	today := `{"cniVersion":"1.0.0","name":"k8s-pod-net","plugins":[{"type":"bridge","bridge":"cni1"}]}`
-	eng := &libchain.Engine{Store: w.store, Exec: x, Orphans: w.atDel(t), Log: slog.New(slog.NewTextHandler(w.log, nil))}
-	return eng, libchain.Request{Conf: libcnitest.CatenaConf(t, today, w.catenaDir), Args: libchain.RuntimeArgs{
+	eng := &libchain.Engine{Store: w.Store, Exec: x, Orphans: w.atDel(t), Log: slog.New(slog.NewTextHandler(w.Log, nil))}
+	return eng, libchain.Request{Conf: libcnitest.CatenaConf(t, today, w.CatenaDir), Args: libchain.RuntimeArgs{
 		ContainerID: libcnitest.TestPod.ContainerID, IfName: "eth0", Path: "/opt/cni/bin"}}
 }
 
 func (w *world) entryPath() string {
-	return filepath.Join(w.resultsDir(), "k8s-pod-net-"+libcnitest.TestPod.ContainerID+"-eth0")
+	return filepath.Join(w.ResultsDir(), "k8s-pod-net-"+libcnitest.TestPod.ContainerID+"-eth0")
 }
 
 // TestDelAdoptsLibcniEntry: the window the agent's passes leave: a pod ADDed
@@ -70,7 +57,7 @@ func TestDelAdoptsLibcniEntry(t *testing.T) {
 	require.Len(t, want, 3)
 
 	w := newWorld(t)
-	libcnitest.AddThroughLibcni(t, libcnitest.PrimaryConf, w.libcniDir, libcnitest.TestPod)
+	libcnitest.AddThroughLibcni(t, libcnitest.PrimaryConf, w.LibcniDir, libcnitest.TestPod)
 	x := &libcnitest.FakeExecutor{}
 	eng, req := w.engine(t, x)
 	require.NoError(t, eng.Del(context.Background(), req))
@@ -79,10 +66,10 @@ func TestDelAdoptsLibcniEntry(t *testing.T) {
 		assert.Equal(t, want[i].Type, x.Calls[i].Type)
 		assert.JSONEq(t, want[i].Stdin, x.Calls[i].Stdin, "DEL %d (%s)", i, want[i].Type)
 	}
-	_, err := w.store.Load(libcnitest.TestKey)
+	_, err := w.Store.Load(libcnitest.TestKey)
 	require.ErrorIs(t, err, cache.ErrNotFound)
 	_, err = os.Lstat(w.entryPath())
-	require.ErrorIs(t, err, os.ErrNotExist, "libcni's entry of a torn-down attachment left: %s", w.log)
+	require.ErrorIs(t, err, os.ErrNotExist, "libcni's entry of a torn-down attachment left: %s", w.Log)
 
 	x.Calls = nil
 	require.NoError(t, eng.Del(context.Background(), req), "repeated DEL")
@@ -126,7 +113,7 @@ func TestDelAdoptionSkips(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			w := newWorld(t)
-			require.NoError(t, os.MkdirAll(w.resultsDir(), 0o700))
+			require.NoError(t, os.MkdirAll(w.ResultsDir(), 0o700))
 			path := w.entryPath()
 			if c.create != nil {
 				c.create(t, path)
@@ -142,11 +129,11 @@ func TestDelAdoptionSkips(t *testing.T) {
 			eng, req := w.engine(t, x)
 			require.NoError(t, eng.Del(context.Background(), req))
 			assert.Empty(t, x.Calls)
-			assert.Contains(t, w.log.String(), "is not adopted")
-			assert.Contains(t, strings.ReplaceAll(w.log.String(), `\"`, `"`), c.reason, "the text handler quotes the reason")
+			assert.Contains(t, w.Log.String(), "is not adopted")
+			assert.Contains(t, strings.ReplaceAll(w.Log.String(), `\"`, `"`), c.reason, "the text handler quotes the reason")
 			_, err := os.Lstat(path)
 			require.NoError(t, err, "an entry not adopted is the runtime's to remove")
-			_, err = w.store.Load(libcnitest.TestKey)
+			_, err = w.Store.Load(libcnitest.TestKey)
 			require.ErrorIs(t, err, cache.ErrNotFound)
 		})
 	}
@@ -157,9 +144,9 @@ func TestDelAdoptionSkips(t *testing.T) {
 			eng, req := w.engine(t, x)
 			require.NoError(t, eng.Del(context.Background(), req))
 			assert.Empty(t, x.Calls)
-			require.NoError(t, os.MkdirAll(w.resultsDir(), 0o700))
+			require.NoError(t, os.MkdirAll(w.ResultsDir(), 0o700))
 		}
-		assert.NotContains(t, w.log.String(), "adopt")
+		assert.NotContains(t, w.Log.String(), "adopt")
 	})
 }
 
@@ -199,18 +186,18 @@ func TestDelAdoptionRefusesUntrusted(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			w := newWorld(t)
-			require.NoError(t, os.MkdirAll(w.resultsDir(), 0o700))
-			name := libcnitest.Plant(t, w.resultsDir(), libcnitest.TestPod.ContainerID, c.uid, c.perm)
-			require.NoError(t, os.Chmod(w.resultsDir(), c.dir))
+			require.NoError(t, os.MkdirAll(w.ResultsDir(), 0o700))
+			name := libcnitest.Plant(t, w.ResultsDir(), libcnitest.TestPod.ContainerID, c.uid, c.perm)
+			require.NoError(t, os.Chmod(w.ResultsDir(), c.dir))
 			x := &libcnitest.FakeExecutor{}
 			eng, req := w.engine(t, x)
 			require.NoError(t, eng.Del(context.Background(), req))
 			assert.Empty(t, x.Calls)
-			assert.Contains(t, w.log.String(), "is refused")
-			assert.Contains(t, w.log.String(), c.wantReason)
-			_, err := os.Lstat(filepath.Join(w.resultsDir(), name))
+			assert.Contains(t, w.Log.String(), "is refused")
+			assert.Contains(t, w.Log.String(), c.wantReason)
+			_, err := os.Lstat(filepath.Join(w.ResultsDir(), name))
 			require.NoError(t, err)
-			_, err = w.store.Load(libcnitest.TestKey)
+			_, err = w.Store.Load(libcnitest.TestKey)
 			require.ErrorIs(t, err, cache.ErrNotFound)
 		})
 	}

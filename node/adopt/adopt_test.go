@@ -1,15 +1,12 @@
 package adopt
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"testing"
 
-	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -18,30 +15,18 @@ import (
 	"github.com/catena-cni/catena/libchain"
 )
 
-// world is a libcni cache dir and a Catena cache dir on the real filesystem.
-type world struct {
-	libcniDir, catenaDir string
-	store                *cache.DiskStore
-	log                  *bytes.Buffer
-}
+// world is libcnitest's World with this package's helpers.
+type world struct{ *libcnitest.World }
 
-func newWorld(t *testing.T) *world {
-	t.Helper()
-	root := t.TempDir()
-	w := &world{libcniDir: filepath.Join(root, "libcni"), catenaDir: filepath.Join(root, "catena"), log: &bytes.Buffer{}}
-	w.store = cache.NewDiskStore(afero.NewOsFs(), w.catenaDir, cache.NewFlockLocker(filepath.Join(w.catenaDir, cache.LocksDir)))
-	return w
-}
-
-func (w *world) resultsDir() string { return filepath.Join(w.libcniDir, "results") }
+func newWorld(t *testing.T) *world { return &world{libcnitest.NewWorld(t)} }
 
 // adopt runs Adopt as catena-agent does: no store injected, the real
 // DiskStore and FlockLocker built from CacheDir.
 func (w *world) adopt(t *testing.T, conf string) (Report, error) {
 	t.Helper()
 	return Adopt(context.Background(), Options{
-		ResultsDir: w.resultsDir(), CacheDir: w.catenaDir, ConfList: []byte(conf),
-		Logger: slog.New(slog.NewTextHandler(w.log, nil)),
+		ResultsDir: w.ResultsDir(), CacheDir: w.CatenaDir, ConfList: []byte(conf),
+		Logger: slog.New(slog.NewTextHandler(w.Log, nil)),
 	})
 }
 
@@ -50,7 +35,7 @@ func (w *world) adopt(t *testing.T, conf string) (Report, error) {
 // step added, the cached result on the last step and the record.
 func TestAdoptRecordsWhatLibcniSent(t *testing.T) {
 	w := newWorld(t)
-	adds := libcnitest.AddThroughLibcni(t, libcnitest.PrimaryConf, w.libcniDir, libcnitest.TestPod)
+	adds := libcnitest.AddThroughLibcni(t, libcnitest.PrimaryConf, w.LibcniDir, libcnitest.TestPod)
 	require.Len(t, adds, 3)
 
 	rep, err := w.adopt(t, libcnitest.PrimaryConf)
@@ -58,7 +43,7 @@ func TestAdoptRecordsWhatLibcniSent(t *testing.T) {
 	assert.Equal(t, Report{Adopted: 1}, rep)
 
 	key := cache.Key{Network: "k8s-pod-net", ContainerID: libcnitest.TestPod.ContainerID, IfName: "eth0"}
-	rec, err := w.store.Load(key)
+	rec, err := w.Store.Load(key)
 	require.NoError(t, err)
 	assert.Equal(t, cache.PhaseComplete, rec.Phase)
 	assert.Equal(t, "1.0.0", rec.CNIVersion)
@@ -81,8 +66,8 @@ func TestAdoptRecordsWhatLibcniSent(t *testing.T) {
 	require.NotEmpty(t, rec.Result)
 	assert.JSONEq(t, string(rec.Result), string(rec.Steps[2].Result))
 	assert.Contains(t, string(rec.Result), "10.22.0.5/24")
-	assert.Contains(t, w.log.String(), "adopted attachment")
-	assert.Contains(t, w.log.String(), key.String())
+	assert.Contains(t, w.Log.String(), "adopted attachment")
+	assert.Contains(t, w.Log.String(), key.String())
 }
 
 // TestAdoptedTeardownEqualsLibcniDel: Catena's DEL of an adopted attachment
@@ -92,18 +77,18 @@ func TestAdoptRecordsWhatLibcniSent(t *testing.T) {
 // from today's primary) to show that the cached config is what counts.
 func TestAdoptedTeardownEqualsLibcniDel(t *testing.T) {
 	w := newWorld(t)
-	libcnitest.AddThroughLibcni(t, libcnitest.PrimaryConf, w.libcniDir, libcnitest.TestPod)
+	libcnitest.AddThroughLibcni(t, libcnitest.PrimaryConf, w.LibcniDir, libcnitest.TestPod)
 	_, err := w.adopt(t, libcnitest.PrimaryConf)
 	require.NoError(t, err)
 
 	today := `{"cniVersion":"1.0.0","name":"k8s-pod-net","plugins":[{"type":"bridge","bridge":"cni1"}]}`
 	x := &libcnitest.FakeExecutor{}
-	eng := &libchain.Engine{Store: w.store, Exec: x}
-	req := libchain.Request{Conf: libcnitest.CatenaConf(t, today, w.catenaDir), Args: libchain.RuntimeArgs{
+	eng := &libchain.Engine{Store: w.Store, Exec: x}
+	req := libchain.Request{Conf: libcnitest.CatenaConf(t, today, w.CatenaDir), Args: libchain.RuntimeArgs{
 		ContainerID: libcnitest.TestPod.ContainerID, IfName: "eth0", Path: "/opt/cni/bin"}}
 	require.NoError(t, eng.Del(context.Background(), req))
 
-	want := libcnitest.DelThroughLibcni(t, w.libcniDir, "k8s-pod-net", libcnitest.TestPod)
+	want := libcnitest.DelThroughLibcni(t, w.LibcniDir, "k8s-pod-net", libcnitest.TestPod)
 	require.Len(t, want, 3)
 	require.Len(t, x.Calls, len(want))
 	for i := range want {
@@ -112,7 +97,7 @@ func TestAdoptedTeardownEqualsLibcniDel(t *testing.T) {
 		assert.JSONEq(t, want[i].Stdin, x.Calls[i].Stdin, "DEL %d (%s)", i, want[i].Type)
 	}
 	assert.Equal(t, []string{"tuning", "portmap", "bridge"}, []string{x.Calls[0].Type, x.Calls[1].Type, x.Calls[2].Type})
-	_, err = w.store.Load(cache.Key{Network: "k8s-pod-net", ContainerID: libcnitest.TestPod.ContainerID, IfName: "eth0"})
+	_, err = w.Store.Load(cache.Key{Network: "k8s-pod-net", ContainerID: libcnitest.TestPod.ContainerID, IfName: "eth0"})
 	require.ErrorIs(t, err, cache.ErrNotFound)
 }
 
@@ -120,22 +105,22 @@ func TestAdoptedTeardownEqualsLibcniDel(t *testing.T) {
 // byte for byte alone.
 func TestAdoptIsIdempotent(t *testing.T) {
 	w := newWorld(t)
-	libcnitest.AddThroughLibcni(t, libcnitest.PrimaryConf, w.libcniDir, libcnitest.TestPod)
+	libcnitest.AddThroughLibcni(t, libcnitest.PrimaryConf, w.LibcniDir, libcnitest.TestPod)
 	other := libcnitest.TestPod
 	other.ContainerID, other.IfName = "b1", "net1"
-	libcnitest.AddThroughLibcni(t, libcnitest.PrimaryConf, w.libcniDir, other)
+	libcnitest.AddThroughLibcni(t, libcnitest.PrimaryConf, w.LibcniDir, other)
 
 	rep, err := w.adopt(t, libcnitest.PrimaryConf)
 	require.NoError(t, err)
 	require.Equal(t, Report{Adopted: 2}, rep)
 	key := cache.Key{Network: "k8s-pod-net", ContainerID: "b1", IfName: "net1"}
-	before, err := os.ReadFile(w.store.Path(key))
+	before, err := os.ReadFile(w.Store.Path(key))
 	require.NoError(t, err)
 
 	rep, err = w.adopt(t, libcnitest.PrimaryConf)
 	require.NoError(t, err)
 	assert.Equal(t, Report{AlreadyPresent: 2}, rep)
-	after, err := os.ReadFile(w.store.Path(key))
+	after, err := os.ReadFile(w.Store.Path(key))
 	require.NoError(t, err)
 	assert.Equal(t, before, after)
 }

@@ -18,7 +18,7 @@ import (
 // adopter returns an Adopter as catena-agent builds it.
 func (w *world) adopter(t *testing.T) *Adopter {
 	t.Helper()
-	a, err := New(Options{ResultsDir: w.resultsDir(), CacheDir: w.catenaDir, Logger: slog.New(slog.NewTextHandler(w.log, nil))})
+	a, err := New(Options{ResultsDir: w.ResultsDir(), CacheDir: w.CatenaDir, Logger: slog.New(slog.NewTextHandler(w.Log, nil))})
 	require.NoError(t, err)
 	return a
 }
@@ -39,12 +39,12 @@ func (w *world) pass(t *testing.T, a *Adopter) Report {
 func TestAdopterAdoptsLaterEntries(t *testing.T) {
 	w := newWorld(t)
 	a := w.adopter(t)
-	libcnitest.AddThroughLibcni(t, libcnitest.PrimaryConf, w.libcniDir, libcnitest.TestPod)
+	libcnitest.AddThroughLibcni(t, libcnitest.PrimaryConf, w.LibcniDir, libcnitest.TestPod)
 	assert.Equal(t, Report{Adopted: 1}, w.pass(t, a))
 
 	b := libcnitest.TestPod
 	b.ContainerID = "pod-b"
-	libcnitest.AddThroughLibcni(t, libcnitest.PrimaryConf, w.libcniDir, b)
+	libcnitest.AddThroughLibcni(t, libcnitest.PrimaryConf, w.LibcniDir, b)
 	assert.Equal(t, Report{Adopted: 1}, w.pass(t, a), "b, ADDed after the first pass")
 	assert.Equal(t, Report{}, w.pass(t, a), "nothing new")
 
@@ -53,7 +53,7 @@ func TestAdopterAdoptsLaterEntries(t *testing.T) {
 	m := libcnitest.RealEntry(t)
 	m["containerId"] = via.ContainerID
 	libcnitest.WithConfig(`{"cniVersion":"1.0.0","name":"k8s-pod-net","plugins":[{"type":"catena","delegates":[{"type":"bridge"}]}]}`)(m)
-	require.NoError(t, os.WriteFile(filepath.Join(w.resultsDir(), "k8s-pod-net-pod-via-catena-eth0"), libcnitest.EncodeEntry(t, m), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(w.ResultsDir(), "k8s-pod-net-pod-via-catena-eth0"), libcnitest.EncodeEntry(t, m), 0o600))
 	rep := w.pass(t, a)
 	assert.Zero(t, rep.Adopted)
 	require.Len(t, rep.Skipped, 1)
@@ -62,13 +62,13 @@ func TestAdopterAdoptsLaterEntries(t *testing.T) {
 
 	// A DEL through Catena removes the record, then libcni the entry: a
 	// pass in between must not adopt it again.
-	require.NoError(t, w.store.Remove(libcnitest.TestKey))
+	require.NoError(t, w.Store.Remove(libcnitest.TestKey))
 	assert.Equal(t, Report{}, w.pass(t, a))
-	_, err := w.store.Load(libcnitest.TestKey)
+	_, err := w.Store.Load(libcnitest.TestKey)
 	require.ErrorIs(t, err, cache.ErrNotFound, "a deleted attachment's record brought back")
 
 	// A file rewritten in place is a new ADD: looked at again.
-	path := filepath.Join(w.resultsDir(), "k8s-pod-net-pod-b-eth0")
+	path := filepath.Join(w.ResultsDir(), "k8s-pod-net-pod-b-eth0")
 	later := time.Now().Add(time.Minute)
 	require.NoError(t, os.Chtimes(path, later, later))
 	assert.Equal(t, Report{AlreadyPresent: 1}, w.pass(t, a))

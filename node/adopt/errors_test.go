@@ -31,11 +31,11 @@ func TestAdoptRefusesBadOptions(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			w := newWorld(t)
-			libcnitest.AddThroughLibcni(t, libcnitest.PrimaryConf, w.libcniDir, libcnitest.TestPod)
-			_, err := Adopt(context.Background(), Options{ResultsDir: w.resultsDir(), CacheDir: c.cacheDir, ConfList: []byte(c.confList)})
+			libcnitest.AddThroughLibcni(t, libcnitest.PrimaryConf, w.LibcniDir, libcnitest.TestPod)
+			_, err := Adopt(context.Background(), Options{ResultsDir: w.ResultsDir(), CacheDir: c.cacheDir, ConfList: []byte(c.confList)})
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), c.want)
-			_, err = os.Stat(w.catenaDir)
+			_, err = os.Stat(w.CatenaDir)
 			assert.ErrorIs(t, err, os.ErrNotExist, "nothing written")
 		})
 	}
@@ -55,9 +55,9 @@ func TestAdoptWithoutCache(t *testing.T) {
 // install a conflist that would leak the attachment on DEL.
 func TestAdoptStoreFailureIsAnError(t *testing.T) {
 	w := newWorld(t)
-	libcnitest.AddThroughLibcni(t, libcnitest.PrimaryConf, w.libcniDir, libcnitest.TestPod)
+	libcnitest.AddThroughLibcni(t, libcnitest.PrimaryConf, w.LibcniDir, libcnitest.TestPod)
 	store := cache.NewDiskStore(afero.NewReadOnlyFs(afero.NewMemMapFs()), "/catena", cache.NewMemLocker())
-	rep, err := Adopt(context.Background(), Options{ResultsDir: w.resultsDir(), ConfList: []byte(libcnitest.PrimaryConf), Store: store})
+	rep, err := Adopt(context.Background(), Options{ResultsDir: w.ResultsDir(), ConfList: []byte(libcnitest.PrimaryConf), Store: store})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), libcnitest.TestKey.String())
 	assert.Contains(t, err.Error(), "saving the adopted record")
@@ -68,8 +68,8 @@ func TestAdoptStoreFailureIsAnError(t *testing.T) {
 // adoption neither overwrites nor counts it.
 func TestAdoptLeavesCorruptRecord(t *testing.T) {
 	w := newWorld(t)
-	libcnitest.AddThroughLibcni(t, libcnitest.PrimaryConf, w.libcniDir, libcnitest.TestPod)
-	path := w.store.Path(libcnitest.TestKey)
+	libcnitest.AddThroughLibcni(t, libcnitest.PrimaryConf, w.LibcniDir, libcnitest.TestPod)
+	path := w.Store.Path(libcnitest.TestKey)
 	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o700))
 	require.NoError(t, os.WriteFile(path, []byte("torn"), 0o600))
 
@@ -101,24 +101,24 @@ func (s *vanishingStore) Save(rec *cache.Record) error {
 // disappears during adoption was deleted; its record is removed again.
 func TestAdoptDropsAttachmentDeletedMeanwhile(t *testing.T) {
 	w := newWorld(t)
-	libcnitest.AddThroughLibcni(t, libcnitest.PrimaryConf, w.libcniDir, libcnitest.TestPod)
-	file := filepath.Join(w.resultsDir(), "k8s-pod-net-"+libcnitest.TestPod.ContainerID+"-eth0")
-	rep, err := Adopt(context.Background(), Options{ResultsDir: w.resultsDir(), ConfList: []byte(libcnitest.PrimaryConf),
-		Store: &vanishingStore{Store: w.store, file: file}})
+	libcnitest.AddThroughLibcni(t, libcnitest.PrimaryConf, w.LibcniDir, libcnitest.TestPod)
+	file := filepath.Join(w.ResultsDir(), "k8s-pod-net-"+libcnitest.TestPod.ContainerID+"-eth0")
+	rep, err := Adopt(context.Background(), Options{ResultsDir: w.ResultsDir(), ConfList: []byte(libcnitest.PrimaryConf),
+		Store: &vanishingStore{Store: w.Store, file: file}})
 	require.NoError(t, err)
 	assert.Zero(t, rep.Adopted)
 	require.Len(t, rep.Skipped, 1)
 	assert.Contains(t, rep.Skipped[0], "deleted by the runtime during adoption")
-	_, err = w.store.Load(libcnitest.TestKey)
+	_, err = w.Store.Load(libcnitest.TestKey)
 	assert.ErrorIs(t, err, cache.ErrNotFound)
 }
 
 // TestAdoptOnMemFs: the reads and the store are injected.
 func TestAdoptOnMemFs(t *testing.T) {
 	w := newWorld(t)
-	libcnitest.AddThroughLibcni(t, libcnitest.PrimaryConf, w.libcniDir, libcnitest.TestPod)
+	libcnitest.AddThroughLibcni(t, libcnitest.PrimaryConf, w.LibcniDir, libcnitest.TestPod)
 	name := "k8s-pod-net-" + libcnitest.TestPod.ContainerID + "-eth0"
-	data, err := os.ReadFile(filepath.Join(w.resultsDir(), name))
+	data, err := os.ReadFile(filepath.Join(w.ResultsDir(), name))
 	require.NoError(t, err)
 	mem := afero.NewMemMapFs()
 	require.NoError(t, afero.WriteFile(mem, "/results/"+name, data, 0o600))
@@ -130,6 +130,6 @@ func TestAdoptOnMemFs(t *testing.T) {
 	rec, err := store.Load(libcnitest.TestKey)
 	require.NoError(t, err)
 	assert.Len(t, rec.Steps, 3)
-	_, err = os.Stat(w.catenaDir)
+	_, err = os.Stat(w.CatenaDir)
 	assert.ErrorIs(t, err, os.ErrNotExist, "the real filesystem is not touched")
 }

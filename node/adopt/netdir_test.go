@@ -45,18 +45,18 @@ func TestAdoptedTeardownRunsNetworkDirPlugins(t *testing.T) {
 			require.NoError(t, err)
 
 			x := &libcnitest.RecordingExec{}
-			cni := libcni.NewCNIConfigWithCacheDir([]string{"/opt/cni/bin"}, w.libcniDir, x)
-			_, err = cni.AddNetworkList(context.Background(), loaded, libcnitest.TestPod.RT(w.libcniDir))
+			cni := libcni.NewCNIConfigWithCacheDir([]string{"/opt/cni/bin"}, w.LibcniDir, x)
+			_, err = cni.AddNetworkList(context.Background(), loaded, libcnitest.TestPod.RT(w.LibcniDir))
 			require.NoError(t, err)
 			adds := x.Take()
 
 			rep, err := Adopt(context.Background(), Options{
-				ResultsDir: w.resultsDir(), CacheDir: w.catenaDir, ConfList: []byte(tc.primary),
-				NetworkDirPlugins: [][]byte{[]byte(portmap)}, Logger: slog.New(slog.NewTextHandler(w.log, nil)),
+				ResultsDir: w.ResultsDir(), CacheDir: w.CatenaDir, ConfList: []byte(tc.primary),
+				NetworkDirPlugins: [][]byte{[]byte(portmap)}, Logger: slog.New(slog.NewTextHandler(w.Log, nil)),
 			})
 			require.NoError(t, err)
 			require.Equal(t, Report{Adopted: 1}, rep)
-			rec, err := w.store.Load(libcnitest.TestKey)
+			rec, err := w.Store.Load(libcnitest.TestKey)
 			require.NoError(t, err)
 			var steps []string
 			for i, s := range rec.Steps {
@@ -66,18 +66,18 @@ func TestAdoptedTeardownRunsNetworkDirPlugins(t *testing.T) {
 			require.Equal(t, tc.wantSteps, steps)
 
 			del := &libcnitest.FakeExecutor{}
-			eng := &libchain.Engine{Store: w.store, Exec: del}
-			req := libchain.Request{Conf: libcnitest.CatenaConf(t, tc.primary, w.catenaDir), Args: libchain.RuntimeArgs{
+			eng := &libchain.Engine{Store: w.Store, Exec: del}
+			req := libchain.Request{Conf: libcnitest.CatenaConf(t, tc.primary, w.CatenaDir), Args: libchain.RuntimeArgs{
 				ContainerID: libcnitest.TestPod.ContainerID, IfName: "eth0", Path: "/opt/cni/bin"}}
 			require.NoError(t, eng.Del(context.Background(), req))
-			require.NoError(t, cni.DelNetworkList(context.Background(), loaded, libcnitest.TestPod.RT(w.libcniDir)))
+			require.NoError(t, cni.DelNetworkList(context.Background(), loaded, libcnitest.TestPod.RT(w.LibcniDir)))
 			want := x.Take()
 			require.Len(t, del.Calls, len(want))
 			for i := range want {
 				assert.Equal(t, want[i].Type, del.Calls[i].Type, "DEL %d", i)
 				assert.JSONEq(t, want[i].Stdin, del.Calls[i].Stdin, "DEL %d (%s)", i, want[i].Type)
 			}
-			_, err = w.store.Load(libcnitest.TestKey)
+			_, err = w.Store.Load(libcnitest.TestKey)
 			require.ErrorIs(t, err, cache.ErrNotFound)
 		})
 	}

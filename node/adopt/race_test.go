@@ -24,16 +24,16 @@ import (
 // bridge on cni1) is not the one of the cached entries.
 func (w *world) engine(t *testing.T, x libchain.Executor) (*libchain.Engine, libchain.Request) {
 	t.Helper()
-	atDel, err := libcnientry.NewAtDel(w.resultsDir(), nil, slog.New(slog.NewTextHandler(w.log, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	atDel, err := libcnientry.NewAtDel(w.ResultsDir(), nil, slog.New(slog.NewTextHandler(w.Log, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	require.NoError(t, err)
 	today := `{"cniVersion":"1.0.0","name":"k8s-pod-net","plugins":[{"type":"bridge","bridge":"cni1"}]}`
-	eng := &libchain.Engine{Store: w.store, Exec: x, Orphans: atDel, Log: slog.New(slog.NewTextHandler(w.log, nil))}
-	return eng, libchain.Request{Conf: libcnitest.CatenaConf(t, today, w.catenaDir), Args: libchain.RuntimeArgs{
+	eng := &libchain.Engine{Store: w.Store, Exec: x, Orphans: atDel, Log: slog.New(slog.NewTextHandler(w.Log, nil))}
+	return eng, libchain.Request{Conf: libcnitest.CatenaConf(t, today, w.CatenaDir), Args: libchain.RuntimeArgs{
 		ContainerID: libcnitest.TestPod.ContainerID, IfName: "eth0", Path: "/opt/cni/bin"}}
 }
 
 func (w *world) entryPath() string {
-	return filepath.Join(w.resultsDir(), "k8s-pod-net-"+libcnitest.TestPod.ContainerID+"-eth0")
+	return filepath.Join(w.ResultsDir(), "k8s-pod-net-"+libcnitest.TestPod.ContainerID+"-eth0")
 }
 
 // failingExec fails every DEL of one delegate type.
@@ -76,16 +76,16 @@ func TestDelAdoptionRacesAdopter(t *testing.T) {
 	for _, fail := range []string{"", "portmap"} {
 		t.Run("failing "+fail, func(t *testing.T) {
 			w := newWorld(t)
-			libcnitest.AddThroughLibcni(t, libcnitest.PrimaryConf, w.libcniDir, libcnitest.TestPod)
+			libcnitest.AddThroughLibcni(t, libcnitest.PrimaryConf, w.LibcniDir, libcnitest.TestPod)
 			x := &failingExec{fail: fail}
 			eng, req := w.engine(t, x)
 			var delErr error
 			store := &lockHook{
-				Store:  cache.NewDiskStore(afero.NewOsFs(), w.catenaDir, cache.NewFlockLocker(filepath.Join(w.catenaDir, cache.LocksDir))),
+				Store:  cache.NewDiskStore(afero.NewOsFs(), w.CatenaDir, cache.NewFlockLocker(filepath.Join(w.CatenaDir, cache.LocksDir))),
 				before: func() { delErr = eng.Del(context.Background(), req) },
 			}
-			a, err := New(Options{ResultsDir: w.resultsDir(), CacheDir: w.catenaDir, Store: store,
-				Logger: slog.New(slog.NewTextHandler(w.log, nil))})
+			a, err := New(Options{ResultsDir: w.ResultsDir(), CacheDir: w.CatenaDir, Store: store,
+				Logger: slog.New(slog.NewTextHandler(w.Log, nil))})
 			require.NoError(t, err)
 
 			rep := w.pass(t, a)
@@ -95,14 +95,14 @@ func TestDelAdoptionRacesAdopter(t *testing.T) {
 				assert.Zero(t, rep.Adopted)
 				require.Len(t, rep.Skipped, 1)
 				assert.Contains(t, rep.Skipped[0], "deleted by the runtime during adoption")
-				_, err = w.store.Load(libcnitest.TestKey)
+				_, err = w.Store.Load(libcnitest.TestKey)
 				require.ErrorIs(t, err, cache.ErrNotFound, "a torn-down attachment adopted again")
 				assert.Equal(t, Report{}, w.pass(t, a))
 				return
 			}
 			require.Error(t, delErr)
 			assert.Equal(t, Report{AlreadyPresent: 1}, rep)
-			rec, err := w.store.Load(libcnitest.TestKey)
+			rec, err := w.Store.Load(libcnitest.TestKey)
 			require.NoError(t, err)
 			assert.Equal(t, cache.PhaseNeedsTeardown, rec.Phase, "the DEL's record overwritten")
 			assert.True(t, strings.Contains(rec.LastError, "portmap failed on purpose"), rec.LastError)

@@ -78,9 +78,9 @@ func TestAdoptSkipsWhatItCannotTrust(t *testing.T) {
 			}},
 	}
 	w := newWorld(t)
-	require.NoError(t, os.MkdirAll(w.resultsDir(), 0o700))
+	require.NoError(t, os.MkdirAll(w.ResultsDir(), 0o700))
 	for _, c := range cases {
-		path := filepath.Join(w.resultsDir(), c.name)
+		path := filepath.Join(w.ResultsDir(), c.name)
 		if c.create != nil {
 			c.create(t, path)
 			continue
@@ -93,7 +93,7 @@ func TestAdoptSkipsWhatItCannotTrust(t *testing.T) {
 		require.NoError(t, os.WriteFile(path, libcnitest.EncodeEntry(t, m), 0o600))
 	}
 	good := "k8s-pod-net-" + libcnitest.TestPod.ContainerID + "-eth0"
-	require.NoError(t, os.WriteFile(filepath.Join(w.resultsDir(), good), libcnitest.EncodeEntry(t, base), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(w.ResultsDir(), good), libcnitest.EncodeEntry(t, base), 0o600))
 
 	rep, err := w.adopt(t, libcnitest.PrimaryConf)
 	require.NoError(t, err)
@@ -112,7 +112,7 @@ func TestAdoptSkipsWhatItCannotTrust(t *testing.T) {
 			assert.Contains(t, got, c.reason)
 		})
 	}
-	keys, err := w.store.List()
+	keys, err := w.Store.List()
 	require.NoError(t, err)
 	assert.Equal(t, []cache.Key{{Network: "k8s-pod-net", ContainerID: libcnitest.TestPod.ContainerID, IfName: "eth0"}}, keys)
 }

@@ -21,17 +21,17 @@ import (
 func TestAdoptRefusesUntrustedResultsDir(t *testing.T) {
 	libcnitest.RequireRootForChown(t)
 	w := newWorld(t)
-	require.NoError(t, os.MkdirAll(w.resultsDir(), 0o700))
-	require.NoError(t, os.Chmod(w.resultsDir(), 0o777))
-	libcnitest.Plant(t, w.resultsDir(), "planted", libcnitest.Nobody, 0o644)
+	require.NoError(t, os.MkdirAll(w.ResultsDir(), 0o700))
+	require.NoError(t, os.Chmod(w.ResultsDir(), 0o777))
+	libcnitest.Plant(t, w.ResultsDir(), "planted", libcnitest.Nobody, 0o644)
 
 	rep, err := w.adopt(t, libcnitest.PrimaryConf)
 	require.Error(t, err, "adopted %d from a 0777 dir", rep.Adopted)
 	require.ErrorIs(t, err, cache.ErrUntrusted)
-	assert.Contains(t, err.Error(), w.resultsDir())
+	assert.Contains(t, err.Error(), w.ResultsDir())
 	assert.Contains(t, err.Error(), "writable by group or others")
 	assert.Zero(t, rep.Adopted)
-	keys, err := w.store.List()
+	keys, err := w.Store.List()
 	require.NoError(t, err)
 	assert.Empty(t, keys, "no record from an untrusted dir")
 }
@@ -43,9 +43,9 @@ func TestAdoptRefusesUntrustedResultsDir(t *testing.T) {
 func TestAdoptRefusesUntrustedEntries(t *testing.T) {
 	libcnitest.RequireRootForChown(t)
 	w := newWorld(t)
-	libcnitest.AddThroughLibcni(t, libcnitest.PrimaryConf, w.libcniDir, libcnitest.TestPod)
-	planted := libcnitest.Plant(t, w.resultsDir(), "planted", libcnitest.Nobody, 0o600)
-	open := libcnitest.Plant(t, w.resultsDir(), "open", 0, 0o662)
+	libcnitest.AddThroughLibcni(t, libcnitest.PrimaryConf, w.LibcniDir, libcnitest.TestPod)
+	planted := libcnitest.Plant(t, w.ResultsDir(), "planted", libcnitest.Nobody, 0o600)
+	open := libcnitest.Plant(t, w.ResultsDir(), "open", 0, 0o662)
 
 	a := w.adopter(t)
 	rep := w.pass(t, a)
@@ -55,13 +55,13 @@ func TestAdoptRefusesUntrustedEntries(t *testing.T) {
 	assert.Contains(t, rep.Refused[0], "is writable by group or others")
 	assert.True(t, strings.HasPrefix(rep.Refused[1], planted+": "), rep.Refused[1])
 	assert.Contains(t, rep.Refused[1], "is owned by uid 65534")
-	assert.Contains(t, w.log.String(), "libcni cache entry refused")
-	keys, err := w.store.List()
+	assert.Contains(t, w.Log.String(), "libcni cache entry refused")
+	keys, err := w.Store.List()
 	require.NoError(t, err)
 	assert.Equal(t, []cache.Key{libcnitest.TestKey}, keys)
 
 	assert.Equal(t, Report{}, w.pass(t, a), "refused entries are reported once")
-	path := filepath.Join(w.resultsDir(), planted)
+	path := filepath.Join(w.ResultsDir(), planted)
 	require.NoError(t, os.Chown(path, 0, 0))
 	assert.Equal(t, Report{Adopted: 1}, w.pass(t, a), "vouched for by root: adopted")
 }
