@@ -17,7 +17,7 @@ import (
 // following entries overwrite zeros in place: the file's size and blocks
 // never change, and their fdatasync flushes data without waiting for an
 // ext4 journal commit. Under 50 concurrent ADDs that commit is what each
-// durable write queued behind (README, "Record writes").
+// durable write queued behind (docs/notes/record-writes.md).
 //
 // Layout: entries, each ending in a newline, then only zero bytes up to
 // the end of the file. JSON has no zero byte, so the first zero ends the

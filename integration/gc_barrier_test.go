@@ -146,7 +146,7 @@ func TestCatenactlGCAndADDOnOneNetwork(t *testing.T) {
 				require.Len(t, w.ipamFiles(net), 2, "newpod's IP is allocated")
 				gcStart = time.Now()
 				gc = <-c.start("gc", "--valid", validFile, "--json")
-				// README: a GC never waits for an ADD's delegates, a hung one included.
+				// docs/design.md: a GC never waits for an ADD's delegates, a hung one included.
 				t.Logf("catenactl gc took %s while newpod's ADD hung", gc.end.Sub(gcStart).Round(time.Millisecond))
 				assert.Less(t, gc.end.Sub(gcStart), gcHang+5*time.Second, "GC's wait for the hung ADD")
 				select {
@@ -185,7 +185,7 @@ func TestCatenactlGCAndADDOnOneNetwork(t *testing.T) {
 			}
 			switch tc.first {
 			case "GC":
-				// The ADD waited for A's GC, and for no more: README bounds
+				// The ADD waited for A's GC, and for no more: docs/design.md bounds
 				// it by one delegate's GC, in any case well under lockTimeout.
 				wait := add.end.Sub(add.start)
 				t.Logf("GC took %s; newpod's ADD took %s (uncontended ADD %s), ended %s after catenactl gc; A %v; B %v",

@@ -69,7 +69,7 @@ func (p ProcScanner) stat(path string) (cache.NetNSIdentity, error) {
 // identity per distinct namespace. A process that exits meanwhile is
 // skipped; any other unreadable entry makes the look incomplete. Its cost
 // is one directory read per process, one stat per thread and one
-// StatNetNS per distinct namespace (README, "GC").
+// StatNetNS per distinct namespace (docs/design.md, "GC").
 func (p ProcScanner) Scan() (NetNSProcesses, error) {
 	procs := NetNSProcesses{In: map[cache.NetNSIdentity]string{}}
 	if self, err := os.Readlink(filepath.Join(p.proc(), "self", "ns", "pid")); err != nil {

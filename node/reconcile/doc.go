@@ -4,7 +4,7 @@
 // still being created or still running, and it retries the teardowns that
 // need it.
 //
-// The protocol (the README's "Reconciler and metrics" has the reasons):
+// The protocol (docs/reconciler.md has the reasons):
 //  1. Scope: only records whose CNI_ARGS carry K8S_POD_INFRA_CONTAINER_ID
 //     equal to their container ID.
 //  2. Order: the records are read first, then ListPodSandbox is called.

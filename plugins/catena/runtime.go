@@ -14,7 +14,7 @@ const memoryLimit = 64 << 20
 // collection below memoryLimit (a call allocates a few MB at most, all
 // freed at exit; past the limit the collector runs as usual, so a large
 // GC or a huge result cannot exhaust memory). Measured per ADD of a
-// 3-delegate chain: see README, "Speed".
+// 3-delegate chain: see docs/performance.md.
 func tuneRuntime() {
 	runtime.GOMAXPROCS(1)
 	debug.SetGCPercent(-1)

@@ -22,7 +22,7 @@
 //	    binary and the no-op alone, for every verb (cpu.go); no cnitool
 //
 // It prints the tables, and writes a latency CDF plot (-plot, and with
-// -docs docs/bench.png for the README). Every netns is created and deleted
+// -docs docs/bench.png for docs/performance.md). Every netns is created and deleted
 // outside the timed region.
 //
 // Run as root from the repository root after `make plugins build`, or with

@@ -12,7 +12,7 @@ import (
 )
 
 // options are the bench's flags. The defaults are the full run behind the
-// README's figures; a quick run is e.g.
+// figures of docs/performance.md; a quick run is e.g.
 //
 //	go run ./scripts/bench -n 5 -conc 10 -conc-rounds 1 -scale 0,1000 -scale-n 5 -rss-n 2
 type options struct {
@@ -55,7 +55,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.cpuAlt, "cpu-alt", "", "(f) another catena binary, measured beside <cni-path>/catena in the same rounds (\"alt\")")
 	phases := fs.String("phases", strings.Join(allPhases, ","), "phases to run: seq, conc, scale, pending, cpu")
 	fs.StringVar(&o.plot, "plot", "bin/bench.png", "where to write the latency CDF plot (PNG)")
-	fs.BoolVar(&o.docs, "docs", false, "also copy the plot to docs/bench.png, for the README")
+	fs.BoolVar(&o.docs, "docs", false, "also copy the plot to docs/bench.png, for docs/performance.md")
 	fs.StringVar(&o.binDir, "bin", envOr("CATENA_BIN", "bin"), "directory holding cnitool")
 	fs.StringVar(&o.cniPath, "cni-path", os.Getenv("CATENA_CNI_PATH"), "CNI_PATH holding catena and the reference plugins (default <bin>/cni)")
 	fs.BoolVar(&o.strict, "strict", false, "exit non-zero when a target is missed")
