@@ -121,12 +121,27 @@ enable_nri = false
 enable_tracing = false
 `))
 
+// crioSetup is what a test gives its CRI-O besides the default conflist.
+type crioSetup struct {
+	// files are more network_dir files, by name (sorted after
+	// 10-catena-it.conflist, they are not the default network).
+	files map[string]string
+	// binDirs are CNI bin dirs searched before the test's CNI path.
+	binDirs []string
+}
+
 // startCRIO starts a private CRI-O with conflist in its network_dir (the
 // first file, so its default network), the local pause image loaded and a
-// CRI client ready; extra CNI bin dirs come before the test's CNI path.
-// It does not wait for the network to be ready (waitNetworkReady).
-// Failing to start is a test failure with CRI-O's log, never a skip.
-func startCRIO(t *testing.T, w *world, conflist string, binDirs ...string) *crioDaemon {
+// CRI client ready. It does not wait for the network to be ready
+// (waitNetworkReady). Failing to start is a test failure with CRI-O's log,
+// never a skip.
+func startCRIO(t *testing.T, w *world, conflist string) *crioDaemon {
+	t.Helper()
+	return startCRIOWith(t, w, conflist, crioSetup{})
+}
+
+// startCRIOWith is startCRIO with more network_dir files and CNI bin dirs.
+func startCRIOWith(t *testing.T, w *world, conflist string, setup crioSetup) *crioDaemon {
 	t.Helper()
 	requireCRIO(t)
 	dir := t.TempDir()
@@ -141,8 +156,11 @@ func startCRIO(t *testing.T, w *world, conflist string, binDirs ...string) *crio
 	if conflist != "" {
 		c.setConflist(conflist)
 	}
-	dirs := make([]string, 0, len(binDirs)+1)
-	for _, d := range append(binDirs, cniPath) {
+	for name, data := range setup.files {
+		writeAtomic(t, filepath.Join(c.confDir, name), []byte(data))
+	}
+	dirs := make([]string, 0, len(setup.binDirs)+1)
+	for _, d := range append(setup.binDirs, cniPath) {
 		dirs = append(dirs, strconv.Quote(d))
 	}
 	var cfg bytes.Buffer
