@@ -383,6 +383,7 @@ func (c *crioDaemon) removeDir() {
 		}
 	}
 	removeCgroups(c.t, c.cgroupParent)
+	removeHostportChains(c.t)
 	unmountUnder(c.t, c.dir)
 	if err := os.RemoveAll(c.dir); err != nil {
 		c.t.Errorf("cleanup: removing CRI-O's dir: %v", err)
@@ -432,5 +433,38 @@ func removeCgroups(t *testing.T, parent string) {
 				t.Logf("cleanup: %s: %v", dirs[i], err)
 			}
 		}
+	}
+}
+
+// crioHostportRules are the nat rules every CRI-O adds at start for the
+// hostPorts it maps (KUBE-HOSTPORTS holds a rule per mapped port, removed
+// when the sandbox stops; the chains and jumps stay).
+var crioHostportRules = [][]string{
+	{"PREROUTING", "-m", "comment", "--comment", "kube hostport portals", "-m", "addrtype", "--dst-type", "LOCAL", "-j", "KUBE-HOSTPORTS"},
+	{"OUTPUT", "-m", "comment", "--comment", "kube hostport portals", "-m", "addrtype", "--dst-type", "LOCAL", "-j", "KUBE-HOSTPORTS"},
+	{"POSTROUTING", "-m", "comment", "--comment", "kube hostport masquerading", "-m", "conntrack", "--ctstate", "DNAT", "-j", "CRIO-HOSTPORTS-MASQ"},
+}
+
+// removeHostportChains removes CRI-O's hostport chains and the jumps to
+// them from the nat table, unless a CRI-O is still running (another
+// test's, in another process).
+func removeHostportChains(t *testing.T) {
+	procs, _ := filepath.Glob("/proc/[0-9]*/exe")
+	for _, p := range procs {
+		if exe, err := os.Readlink(p); err == nil && filepath.Base(exe) == "crio" {
+			t.Logf("cleanup: CRI-O %s still runs: its hostport chains stay", filepath.Dir(p))
+			return
+		}
+	}
+	for _, r := range crioHostportRules {
+		for range 10 { // each jump once, unless an earlier run left more
+			if exec.Command("iptables", append([]string{"-t", "nat", "-D"}, r...)...).Run() != nil {
+				break
+			}
+		}
+	}
+	for _, chain := range []string{"KUBE-HOSTPORTS", "CRIO-HOSTPORTS-MASQ"} {
+		_ = exec.Command("iptables", "-t", "nat", "-F", chain).Run()
+		_ = exec.Command("iptables", "-t", "nat", "-X", chain).Run()
 	}
 }
