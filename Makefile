@@ -130,10 +130,11 @@ test-unit: $(call deps,build)
 K8S_TEST := '^TestKubernetesNode$$'
 
 # integration/: real reference plugins in real network namespaces,
-# containerd and CRI, the image; all but the Kubernetes node.
+# containerd's CRI and CRI-O's (its five tests take 25 to 40 s), the image;
+# all but the Kubernetes node.
 # Its -v log is bin/integration-test.log: the failures and the slowest
 # tests are printed from it, and the log's tail when it fails.
-## test-integration: integration/ but TestKubernetesNode: real plugins, netns, containerd; log in bin/integration-test.log (root; needs make plugins; about 15 min, 20 and more under load)
+## test-integration: integration/ but TestKubernetesNode: real plugins, netns, containerd, CRI-O; log in bin/integration-test.log (root; needs make plugins; about 15 min, 20 and more under load)
 test-integration: $(call deps,plugins build image)
 	@rc=0; $(GO) test -count=1 -timeout 40m -v -skip $(K8S_TEST) ./integration >$(BIN)/integration-test.log 2>&1 || rc=$$?; \
 	grep -E '^(--- FAIL|ok|FAIL)' $(BIN)/integration-test.log || true; \
