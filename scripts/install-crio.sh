@@ -109,7 +109,7 @@ if ((rc == 124)); then
 	proxy_err="no answer in ${probe_timeout} s"
 else
 	# the Error field on one line: "...: reading <url>: 403 Forbidden ..."
-	proxy_err="$(printf '%s' "$dl" | sed -n 's/^[[:space:]]*"Error": "\(.*\)"$/\1/p' | sed 's/\\n\\t/ /g; s/\\n/ /g')"
+	proxy_err="$(printf '%s' "$dl" | sed -n 's/^[[:space:]]*"Error": "\(.*\)"$/\1/p' | sed 's/\\n\\t/ /g; s/\\n/ /g; s/\\"/"/g')"
 	[[ -n "$proxy_err" ]] || proxy_err="$(printf '%s' "$dl" | tr -s '\n\t' '  ')"
 fi
 
