@@ -25,7 +25,7 @@ export CATENA_CNI_PATH := $(CNI_BIN)
 export CATENA_BIN := $(BIN)
 export GOTOOLCHAIN := local
 
-.PHONY: all help build build-demo image plugins demo-deps flannel vet lint test test-unit test-integration test-k8s demo bench fuzz clean leak-demo soak
+.PHONY: all help build build-demo image plugins demo-deps flannel crio vet lint test test-unit test-integration test-k8s demo bench fuzz clean leak-demo soak
 
 ## all: the same as build
 all: build
@@ -59,9 +59,11 @@ build: build-demo
 image: build
 	bash scripts/image.sh
 
-# Everything make test needs: the demo's deps, then containerd, buildah and
-# Kubernetes (15 to 45 minutes cold by the load on the machine: 43 min measured on a busy 2-core machine; seconds warm).
-## plugins: installs everything make test needs: demo-deps, flannel, containerd, buildah, Kubernetes, promtool (root; 15 to 45 min cold, seconds warm)
+# Everything make test needs: the demo's deps, then containerd, CRI-O,
+# buildah and Kubernetes (30 to 60 minutes cold by the load on the machine:
+# 43 min measured on a busy 2-core machine before CRI-O, which adds some
+# 13 min; seconds warm).
+## plugins: installs everything make test needs: demo-deps, flannel, containerd, CRI-O, buildah, Kubernetes, promtool (root; 30 to 60 min cold, seconds warm)
 plugins:
 	bash scripts/install-deps.sh
 
@@ -72,6 +74,16 @@ plugins:
 ## flannel: flannel's CNI plugin into bin/cni/, from the Go module proxy or the pinned source beside the repo (no root; 6 to 15 s cold)
 flannel:
 	bash scripts/install-flannel.sh
+
+# CRI-O, its pinns and its test/copyimg into bin/crio/, and conmon and runc
+# from apt, for the CRI-O integration tests: from the Go module proxy when
+# it serves the pinned release (proxy.golang.org does not), else from the
+# pinned source beside the repo (../shared/vendor-src, or
+# CATENA_VENDOR_SRC); with neither it stops at once, naming both. make
+# plugins runs it too. 13 min cold measured on a loaded 2-core machine.
+## crio: CRI-O (crio, pinns, copyimg) into bin/crio/, conmon and runc from apt, from the Go module proxy or the pinned source beside the repo (root; about 13 min cold on 2 cores, seconds warm)
+crio:
+	bash scripts/install-crio.sh
 
 # Only what make demo runs: iptables, the reference plugins, cnitool.
 ## demo-deps: installs iptables (apt), the pinned reference plugins and cnitool into bin/ (root; 2 to 5 min cold, seconds warm)
@@ -119,10 +131,11 @@ test-unit: $(call deps,build)
 K8S_TEST := '^TestKubernetesNode$$'
 
 # integration/: real reference plugins in real network namespaces,
-# containerd and CRI, the image; all but the Kubernetes node.
+# containerd's CRI and CRI-O's (its five tests take 25 to 40 s), the image;
+# all but the Kubernetes node.
 # Its -v log is bin/integration-test.log: the failures and the slowest
 # tests are printed from it, and the log's tail when it fails.
-## test-integration: integration/ but TestKubernetesNode: real plugins, netns, containerd; log in bin/integration-test.log (root; needs make plugins; about 15 min, 20 and more under load)
+## test-integration: integration/ but TestKubernetesNode: real plugins, netns, containerd, CRI-O; log in bin/integration-test.log (root; needs make plugins; about 15 min, 20 and more under load)
 test-integration: $(call deps,plugins build image)
 	@rc=0; $(GO) test -count=1 -timeout 40m -v -skip $(K8S_TEST) ./integration >$(BIN)/integration-test.log 2>&1 || rc=$$?; \
 	grep -E '^(--- FAIL|ok|FAIL)' $(BIN)/integration-test.log || true; \

@@ -16,6 +16,8 @@
 //	agent_, netdir_, cilium_exclusive_   catena-agent install, run and uninstall over a real conf dir
 //	calico_, flannel_      Calico-shaped and flannel primaries
 //	cri_, image_           containerd's CRI and the node image
+//	crio_                  a private CRI-O per test (crio_harness_test.go; testdata/runcwrap): the seed
+//	                       failure, GC, STATUS and CHECK, hostPorts, restarts; bin/crio from `make crio`
 //	reconcile_             the node reconciler against a real runtime
 //	upgrade_schema1_       a node upgraded from schema-1 records (integration/schema1)
 //	readme_                the README's shell blocks run

@@ -12,6 +12,8 @@
 #                                               (scripts/install-flannel.sh)
 #   bin/containerd2/  containerd 2.4, and Debian's containerd 1.6 and runc
 #                                               (scripts/install-containerd.sh)
+#   bin/crio/  CRI-O, pinns, copyimg, and Debian's conmon
+#                                               (scripts/install-crio.sh)
 #   buildah, for `make image`                   (scripts/install-buildah.sh)
 #   bin/k8s/   etcd and the Kubernetes components (scripts/install-k8s.sh)
 #   bin/tools/promtool, Prometheus's, for the alerting rules
@@ -20,7 +22,8 @@
 #              1.1.1: VERSION answers at most 1.0.0), which TestAutoVersions
 #              drives through "cniVersion": "auto"
 #
-# About 15 minutes cold on 2 cores (Kubernetes is most of it); seconds warm.
+# About 30 minutes cold on 2 cores (Kubernetes and CRI-O are most of it);
+# seconds warm.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -34,6 +37,7 @@ bash "${repo}/scripts/install-demo-deps.sh"
 log() { printf 'install-deps: %s\n' "$*" >&2; }
 ensure_apt_pkgs containernetworking-plugins
 bash "${repo}/scripts/install-containerd.sh"
+bash "${repo}/scripts/install-crio.sh"
 bash "${repo}/scripts/install-buildah.sh"
 bash "${repo}/scripts/install-k8s.sh"
 bash "${repo}/scripts/install-promtool.sh"

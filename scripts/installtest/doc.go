@@ -7,4 +7,5 @@
 //	doc.go            this comment
 //	run_test.go       runs a script in its own process group, bounded in time; versions.env's pins
 //	flannel_test.go   install-flannel.sh: built from a module proxy, and the message when it has no source
+//	crio_test.go      install-crio.sh: the message when it has no source
 package installtest
