@@ -22,8 +22,11 @@ import (
 //   - SIGTERM: CRI-O's shutdown waits for the Stop in flight, which
 //     succeeds; one DEL, through both delegates.
 //   - SIGKILL: the Stop in flight fails with CRI-O; Catena, orphaned, still
-//     finishes its DEL through both delegates, and the Stop sent after the
-//     restart DELs again, finds no record and succeeds invoking nothing.
+//     finishes its DEL through both delegates. CRI-O died before libcni
+//     could forget the ADD's result, so the Stop sent after the restart
+//     DELs again with it as prevResult: Catena finds no record and, as the
+//     plain conflist would, DELs both delegates again, best-effort and
+//     without CNI_NETNS (DEL is idempotent), and succeeds.
 func TestCRIORestartDuringSlowDEL(t *testing.T) {
 	w := newWorld(t)
 	net := "crioslow-" + w.id
@@ -38,10 +41,11 @@ func TestCRIORestartDuringSlowDEL(t *testing.T) {
 	cases := []struct {
 		sig         syscall.Signal
 		stopFails   bool
-		delegateRun []int // delegate calls of each DEL of the sandbox
+		delegateRun []int  // delegate calls of each DEL of the sandbox
+		released    []bool // whether each DEL found no record and released
 	}{
-		{syscall.SIGTERM, false, []int{2}},
-		{syscall.SIGKILL, true, []int{2, 0}},
+		{syscall.SIGTERM, false, []int{2}, []bool{false}},
+		{syscall.SIGKILL, true, []int{2, 2}, []bool{false, true}},
 	}
 	for _, tc := range cases {
 		sig := tc.sig
@@ -82,6 +86,15 @@ func TestCRIORestartDuringSlowDEL(t *testing.T) {
 		for i, op := range dels {
 			assert.Equal(t, "ok", op.Outcome, "%v: DEL %d", sig, i+1)
 			assert.Len(t, op.Calls, tc.delegateRun[i], "%v: delegate calls of DEL %d", sig, i+1)
+			if !tc.released[i] {
+				assert.Nil(t, op.NoRecordRelease, "%v: DEL %d", sig, i+1)
+				continue
+			}
+			if assert.NotNil(t, op.NoRecordRelease, "%v: DEL %d found no record and released", sig, i+1) {
+				assert.Equal(t, 2, op.NoRecordRelease.Delegates, "%v: DEL %d", sig, i+1)
+				assert.Empty(t, op.NoRecordRelease.Failed, "%v: DEL %d", sig, i+1)
+			}
+			assert.Contains(t, failerLog(t, flog), "DEL "+id+" eth0 -", "%v: DEL %d: without CNI_NETNS", sig, i+1)
 		}
 	}
 }

@@ -51,6 +51,10 @@ func linesFrom(log []string, n int, prefix string) int {
 //     could not restore the sandbox's IP and reports none; the plain
 //     conflist, its libcni cache entry gone, answers with bridge's
 //     "Required prevResult missing", with the same outcome in CRI-O.
+//   - DEL of that attachment: no record, but CRI-O passes the result
+//     libcni cached at ADD, so Catena DELs every delegate best-effort
+//     without CNI_NETNS and host-local frees the IP, as the plain
+//     conflist's DEL does.
 func TestCRIOStatusAndCheck(t *testing.T) {
 	w := newWorld(t)
 	net, plainNet := "criostatus-"+w.id, "criocheckplain-"+w.id
@@ -131,10 +135,30 @@ func TestCRIOStatusAndCheck(t *testing.T) {
 	}
 	assert.Empty(t, w.records(net))
 	assert.Empty(t, w.hostVeths())
-	// A DEL with no record invokes nothing (README, libcniResultsDir:
-	// Catena's own libcni entry is not adopted): the lost record's IP
-	// stays held in host-local.
-	assert.Equal(t, []string{ips[lost]}, w.ipamFiles(net), "only the IP of the sandbox whose record was lost is held")
+	// The lost record's DEL finds no record and nothing to adopt
+	// (libcniResultsDir: Catena's own libcni entry is not adopted), but
+	// CRI-O hands it the result libcni cached at ADD: Catena DELs every
+	// delegate best-effort without CNI_NETNS, and host-local frees the IP
+	// by container ID, as the plain conflist's DEL would.
+	assert.Empty(t, w.ipamFiles(net), "the IP of the sandbox whose record was lost is freed too")
+	log = failerLog(t, flog)
+	assert.Contains(t, log, fmt.Sprintf("DEL %s eth0 -", lost), "the failer is DELed without CNI_NETNS")
+	assert.Zero(t, linesFrom(log, 0, "DEL "+lost+" eth0 /"), "no DEL of the lost sandbox names a netns")
+	dels := opsFor(catenaOps(t, w.cacheDir), "DEL", lost)
+	require.NotEmpty(t, dels)
+	for i, op := range dels {
+		assert.Equal(t, "ok", op.Outcome, "DEL %d", i+1)
+		if i > 0 {
+			assert.Nil(t, op.NoRecordRelease, "DEL %d: libcni forgot the result after the first DEL: nothing invoked", i+1)
+			assert.Empty(t, op.Calls, "DEL %d", i+1)
+			continue
+		}
+		require.NotNil(t, op.NoRecordRelease, "the journal says the first DEL released")
+		assert.Equal(t, 2, op.NoRecordRelease.Delegates)
+		assert.Empty(t, op.NoRecordRelease.Failed)
+		require.Len(t, op.Calls, 2)
+		assert.Equal(t, []string{"failer", "bridge"}, []string{op.Calls[0].Type, op.Calls[1].Type}, "in reverse")
+	}
 
 	// The plain conflist, its libcni cache entry gone.
 	c.switchNetwork(plainNet, string(w.plainList(plainNet, "1.1.0", w.bridgeDelegate()).Bytes))

@@ -23,6 +23,9 @@ type (
 	Op     = journal.Op
 	OpCall = journal.OpCall
 	OpPod  = journal.OpPod
+	// OpRelease and OpFailure: what a DEL with no record released.
+	OpRelease = journal.OpRelease
+	OpFailure = journal.OpFailure
 )
 
 // CNIArgs yields the key=value pairs of CNI_ARGS in order, skipping any
@@ -146,6 +149,16 @@ func (t *opTrace) adopted(source string) {
 	t.mu.Unlock()
 }
 
+// released records what a DEL with no record released (norecord.go).
+func (t *opTrace) released(r OpRelease) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	t.op.NoRecordRelease = &r
+	t.mu.Unlock()
+}
+
 // finish closes the trace with the verb's error, logs the one summary line
 // (a warning past slowThreshold or on failure) and passes the Op on.
 func (e *Engine) finish(t *opTrace, slow time.Duration, err error) {
@@ -180,6 +193,9 @@ func (e *Engine) finish(t *opTrace, slow time.Duration, err error) {
 	}
 	if len(op.NetNSReplaced) > 0 {
 		attrs = append(attrs, "netnsReplaced", op.NetNSReplaced)
+	}
+	if op.NoRecordRelease != nil {
+		attrs = append(attrs, "noRecordRelease", *op.NoRecordRelease)
 	}
 	e.log().Log(context.Background(), level, msg, attrs...)
 	if e.OnOp != nil {

@@ -36,27 +36,28 @@ type Orphan struct {
 }
 
 // delOrphan is a DEL with no record: it tears down, as a DEL of a recorded
-// attachment, the orphan Engine.Orphans finds, if any. A failed teardown
-// leaves the record saved and pending, as any DEL does.
-func (e *Engine) delOrphan(ctx context.Context, req Request, key cache.Key) error {
+// attachment, the orphan Engine.Orphans finds, if any, and reports whether
+// it found one. A failed teardown leaves the record saved and pending, as
+// any DEL does.
+func (e *Engine) delOrphan(ctx context.Context, req Request, key cache.Key) (bool, error) {
 	if e.Orphans == nil {
-		return nil
+		return false, nil
 	}
 	o, err := e.Orphans.FindOrphan(key)
 	if err != nil {
-		return cniError(types.ErrTryAgainLater, "DEL %s: no record, and the primary's record of it could not be read: %w", key, err)
+		return false, cniError(types.ErrTryAgainLater, "DEL %s: no record, and the primary's record of it could not be read: %w", key, err)
 	}
 	if o == nil {
-		return nil
+		return false, nil
 	}
 	if o.Record == nil || o.Record.Key != key {
-		return cniError(types.ErrInternal, "DEL %s: adopted from %s: not a record of this attachment", key, o.Source)
+		return true, cniError(types.ErrInternal, "DEL %s: adopted from %s: not a record of this attachment", key, o.Source)
 	}
 	e.log().Warn("DEL found no record: adopting and tearing down the attachment the primary made",
 		"attachment", key.String(), "source", o.Source, "delegates", len(o.Record.Steps))
 	traceOf(ctx).adopted(o.Source)
 	if err := e.teardown(ctx, req.Conf, o.Record, req.Args, byRuntime); err != nil {
-		return cniErrorCode(types.ErrTryAgainLater, "DEL %s: adopted from %s: %w; still held and recorded, retry DEL", key, o.Source, err)
+		return true, cniErrorCode(types.ErrTryAgainLater, "DEL %s: adopted from %s: %w; still held and recorded, retry DEL", key, o.Source, err)
 	}
 	if o.Settle != nil {
 		if err := o.Settle(); err != nil {
@@ -67,5 +68,5 @@ func (e *Engine) delOrphan(ctx context.Context, req Request, key cache.Key) erro
 				"attachment", key.String(), "source", o.Source, "error", err)
 		}
 	}
-	return nil
+	return true, nil
 }

@@ -13,9 +13,11 @@ import (
 )
 
 // Del tears down what the attachment's record says is held, in reverse, with
-// the config cached at ADD. No record: what Engine.Orphans finds of the
-// attachment is adopted and torn down the same way (orphan.go); without
-// one, success, nothing invoked.
+// the config cached at ADD. No record (norecord.go): what Engine.Orphans
+// finds of the attachment is adopted and torn down the same way
+// (orphan.go); without one, a DEL handed the result of an ADD as its
+// prevResult DELs every delegate best-effort, without CNI_NETNS, and a DEL
+// without one invokes nothing; both succeed.
 func (e *Engine) Del(ctx context.Context, req Request) (err error) {
 	ctx, t := e.begin(ctx, "DEL", req.Key())
 	t.pod(req.Args.Args)
@@ -37,7 +39,7 @@ func (e *Engine) del(ctx context.Context, req Request) error {
 	rec, err := e.Store.Load(key)
 	switch {
 	case errors.Is(err, cache.ErrNotFound):
-		return e.delOrphan(ctx, req, key)
+		return e.delNoRecord(ctx, req, key)
 	case errors.Is(err, cache.ErrCorrupt):
 		e.recoverCorrupt(ctx, req, key, err)
 		return nil
@@ -196,28 +198,7 @@ func latestResult(rec *cache.Record) json.RawMessage {
 func (e *Engine) recoverCorrupt(ctx context.Context, req Request, key cache.Key, cause error) {
 	e.log().Error("corrupt record; tearing down best-effort from the current config, then moving it aside",
 		"attachment", key.String(), "cause", cause)
-	ctx = context.WithoutCancel(ctx)
-	for i := len(req.Conf.Delegates) - 1; i >= 0; i-- {
-		d, err := e.resolve(ctx, req, req.Conf.Delegates[i])
-		var fields map[string]json.RawMessage
-		if err == nil {
-			fields, err = d.Config(req.Conf.Name, req.Conf.RuntimeConfig)
-		}
-		var stdin []byte
-		if err == nil {
-			stdin, err = json.Marshal(fields)
-		}
-		if err == nil {
-			dctx, cancel := context.WithTimeout(ctx, req.Conf.DelegateTimeout)
-			start := e.now()
-			err = e.Exec.Run(dctx, Call{Verb: "DEL", Type: d.Type, Config: stdin, Args: req.Args})
-			traceOf(ctx).call(d.Index, d.Type, "DEL", e.now().Sub(start), err)
-			cancel()
-		}
-		if err != nil {
-			e.log().Warn("best-effort DEL after corrupt record failed", "attachment", key.String(), "delegate", d.String(), "error", BoundText(msgOf(err)))
-		}
-	}
+	e.delEvery(ctx, req, key, req.Args, nil, "best-effort DEL after corrupt record failed")
 	failpoint.Hit("before-quarantine")
 	where, err := e.Store.Quarantine(key)
 	failpoint.Hit("after-quarantine")
@@ -226,4 +207,53 @@ func (e *Engine) recoverCorrupt(ctx context.Context, req Request, key cache.Key,
 		return
 	}
 	e.log().Warn("corrupt record moved aside", "attachment", key.String(), "quarantinedTo", where)
+}
+
+// delEvery DELs every delegate of req.Conf best-effort, in reverse, with
+// args, each with its config as rendered for this call and, if prev is
+// set, prev as its prevResult, converted to its version. It goes on past
+// every failure, and past the end of ctx, as teardown does; it logs each
+// failure as msg with the attachment and the delegate, and returns them.
+// recoverCorrupt and releaseNoRecord share it.
+func (e *Engine) delEvery(ctx context.Context, req Request, key cache.Key, args RuntimeArgs, prev json.RawMessage, msg string) []OpFailure {
+	ctx = context.WithoutCancel(ctx)
+	var failed []OpFailure
+	for i := len(req.Conf.Delegates) - 1; i >= 0; i-- {
+		d, err := e.resolve(ctx, req, req.Conf.Delegates[i])
+		var stdin []byte
+		if err == nil {
+			stdin, err = delConfig(req.Conf, d, prev)
+		}
+		if err == nil {
+			dctx, cancel := context.WithTimeout(ctx, req.Conf.DelegateTimeout)
+			start := e.now()
+			err = e.Exec.Run(dctx, Call{Verb: "DEL", Type: d.Type, Config: stdin, Args: args})
+			traceOf(ctx).call(d.Index, d.Type, "DEL", e.now().Sub(start), err)
+			cancel()
+		}
+		if err != nil {
+			text := BoundText(msgOf(err))
+			e.log().Warn(msg, "attachment", key.String(), "delegate", d.String(), "error", text)
+			failed = append(failed, OpFailure{Index: d.Index, Type: d.Type, Error: text})
+		}
+	}
+	return failed
+}
+
+// delConfig is d's DEL config from conf: its config with conf's
+// runtimeConfig and, if prev is set, prev as its prevResult.
+func delConfig(conf *NetConf, d Delegate, prev json.RawMessage) ([]byte, error) {
+	fields, err := d.Config(conf.Name, conf.RuntimeConfig)
+	if err != nil {
+		return nil, err
+	}
+	stdin, err := json.Marshal(fields)
+	if err != nil {
+		return nil, fmt.Errorf("%s: encoding config: %w", d, err)
+	}
+	stdin, err = withPrevResult(stdin, d.CNIVersion, prev)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", d, err)
+	}
+	return stdin, nil
 }

@@ -35,7 +35,7 @@
 // Files:
 //
 //	doc.go     this description
-//	op.go      Op, OpCall, OpPod: what one line holds
+//	op.go      Op, OpCall, OpPod, OpRelease: what one line holds
 //	writer.go  Path, MaxLine, Writer.Append, OnOp and the rotation
 //	encode.go  encode: an Op as one line of at most MaxLine bytes
 //	lines.go   the line reader: scanLines, decode, Skipped

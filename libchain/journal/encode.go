@@ -22,8 +22,9 @@ const textBound = textbound.Max
 // so that a reader still sees which delegate failed. If even that does
 // not fit (a chain of hundreds of delegates), a minimal line keeps what
 // the readers count and map the operation by: verb, attachment, start,
-// durations, rollback, outcome and pod. A line the writer shrank says
-// so: its Truncated is set.
+// durations, rollback, outcome, pod and a release's count of delegates
+// (with its failures, their errors cut to a marker, while they fit). A
+// line the writer shrank says so: its Truncated is set.
 func encode(op Op, limit int) ([]byte, error) {
 	line, err := json.Marshal(op)
 	if err != nil {
@@ -43,13 +44,16 @@ func encode(op Op, limit int) ([]byte, error) {
 	}
 	minimal := Op{Verb: op.Verb, Attachment: op.Attachment, Start: op.Start, Duration: op.Duration,
 		LockWait: op.LockWait, Rollback: op.Rollback, Outcome: op.Outcome, Error: textbound.Cut(op.Error, 0),
-		Adopted: op.Adopted, Pod: op.Pod, Truncated: true}
+		Adopted: op.Adopted, Pod: op.Pod, NoRecordRelease: cutRelease(op.NoRecordRelease, 0), Truncated: true}
 	if line, err = fitEvent(minimal, limit); line != nil || err != nil {
 		return line, err
 	}
-	// The attachment (a container ID has no bound) or the pod (from
-	// CNI_ARGS) is what does not fit.
+	// The attachment (a container ID has no bound), the pod (from
+	// CNI_ARGS) or a release's failures are what does not fit.
 	minimal.Attachment, minimal.Adopted, minimal.Pod = textbound.Cut(op.Attachment, textBound), "", nil
+	if r := op.NoRecordRelease; r != nil {
+		minimal.NoRecordRelease = &OpRelease{Delegates: r.Delegates}
+	}
 	if line, err = fitEvent(minimal, limit); line != nil || err != nil {
 		return line, err
 	}
@@ -68,8 +72,9 @@ func fitEvent(op Op, limit int) ([]byte, error) {
 	return append(line, '\n'), nil
 }
 
-// cutTexts returns op with its error and each call's error cut to keep
-// bytes (cutText); op's calls are not changed.
+// cutTexts returns op with its error, each call's error and each of its
+// release's failures cut to keep bytes (textbound.Cut); op's calls and
+// release are not changed.
 func cutTexts(op Op, keep int) Op {
 	op.Error = textbound.Cut(op.Error, keep)
 	calls := make([]OpCall, len(op.Calls))
@@ -80,5 +85,20 @@ func cutTexts(op Op, keep int) Op {
 	if op.Calls != nil {
 		op.Calls = calls
 	}
+	op.NoRecordRelease = cutRelease(op.NoRecordRelease, keep)
 	return op
+}
+
+// cutRelease returns a copy of r with each failure's error cut to keep
+// bytes; nil for nil.
+func cutRelease(r *OpRelease, keep int) *OpRelease {
+	if r == nil {
+		return nil
+	}
+	out := &OpRelease{Delegates: r.Delegates}
+	for _, f := range r.Failed {
+		f.Error = textbound.Cut(f.Error, keep)
+		out.Failed = append(out.Failed, f)
+	}
+	return out
 }

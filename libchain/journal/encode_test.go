@@ -99,3 +99,59 @@ func TestEncodeEventCutsNoMoreThanNeeded(t *testing.T) {
 	assert.Contains(t, string(line), `"truncated":true`)
 	assert.Contains(t, string(line), strings.Repeat(`\u003c`, textBound/2)+`... [truncated 2048 bytes]`, "cut to half, the first cut that fits")
 }
+
+// TestAppendKeepsNoRecordRelease: what a DEL with no record released
+// survives the bound: as is when it fits; its failures' errors cut, each
+// still a cut of its error, when they do not; in the minimal line, each
+// failure kept with a marker for its error.
+func TestAppendKeepsNoRecordRelease(t *testing.T) {
+	t0 := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	lt := textbound.Cut(strings.Repeat("<", 10000), textBound)
+	release := func(errs ...string) *OpRelease {
+		r := &OpRelease{Delegates: 3}
+		for i, e := range errs {
+			r.Failed = append(r.Failed, OpFailure{Index: i, Type: fmt.Sprintf("delegate-%d", i), Error: e})
+		}
+		return r
+	}
+	many := make([]OpCall, 2000)
+	for i := range many {
+		many[i] = OpCall{Index: i, Type: fmt.Sprintf("delegate-%d", i), Verb: "DEL", Error: "x"}
+	}
+	tests := []struct {
+		name      string
+		release   *OpRelease
+		calls     []OpCall
+		truncated bool
+	}{
+		{"fits", release("boom"), nil, false},
+		{"long escaped failures", release(lt, lt, lt), nil, true},
+		{"a minimal line", release(lt, "boom"), many, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "catena")
+			op := Op{Verb: "DEL", Attachment: "podnet/c1/eth0", Start: t0, Outcome: "ok", Calls: tt.calls, NoRecordRelease: tt.release}
+			require.NoError(t, (&Writer{CacheDir: dir}).Append(op))
+			ops, skipped, err := Read(afero.NewOsFs(), dir, time.Time{})
+			require.NoError(t, err)
+			assert.Zero(t, skipped)
+			require.Len(t, ops, 1)
+			got := ops[0]
+			assert.Equal(t, tt.truncated, got.Truncated)
+			require.NotNil(t, got.NoRecordRelease, "the release is kept")
+			assert.Equal(t, tt.release.Delegates, got.NoRecordRelease.Delegates)
+			require.Len(t, got.NoRecordRelease.Failed, len(tt.release.Failed), "every failure is kept")
+			for i, f := range got.NoRecordRelease.Failed {
+				want := tt.release.Failed[i]
+				assert.Equal(t, want.Index, f.Index)
+				assert.Equal(t, want.Type, f.Type)
+				require.NotEmpty(t, f.Error, "failure %d keeps an error", i)
+				if f.Error != want.Error {
+					kept, _, cut := strings.Cut(f.Error, "... [truncated ")
+					assert.True(t, cut && strings.HasPrefix(want.Error, kept), "failure %d: %q is a cut of its error", i, f.Error)
+				}
+			}
+		})
+	}
+}

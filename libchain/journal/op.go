@@ -27,6 +27,11 @@ type Op struct {
 	// their netns path: their delegates freed IPs and rules and left that
 	// namespace, another pod's, alone.
 	NetNSReplaced []string `json:"netnsReplaced,omitempty"`
+	// NoRecordRelease is set on a DEL that found no record (and nothing
+	// to adopt) but was handed the result of an ADD as its prevResult:
+	// it DELed every delegate of its config, best-effort and without
+	// CNI_NETNS, and succeeded whatever they answered.
+	NoRecordRelease *OpRelease `json:"noRecordRelease,omitempty"`
 	// Pod is the Kubernetes pod of the attachment, from the K8S_POD_*
 	// CNI_ARGS that a CRI runtime passes; nil for any other caller.
 	Pod *OpPod `json:"pod,omitempty"`
@@ -37,6 +42,20 @@ type OpPod struct {
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
 	UID       string `json:"uid,omitempty"`
+}
+
+// OpRelease is what a DEL with no record released: how many delegates
+// it DELed, and each one whose DEL failed or could not be made.
+type OpRelease struct {
+	Delegates int         `json:"delegates"`
+	Failed    []OpFailure `json:"failed,omitempty"`
+}
+
+// OpFailure is one delegate's failed DEL within an OpRelease.
+type OpFailure struct {
+	Index int    `json:"index"`
+	Type  string `json:"type"`
+	Error string `json:"error"`
 }
 
 // OpCall is one delegate invocation within an Op.
