@@ -166,7 +166,7 @@ BENCH_NODE_ROUNDS ?= 5
 BENCH_NODE_DOCS ?=
 # go test's bound: the bring-up (~5 min) and the rounds
 BENCH_NODE_TIMEOUT ?= 3h
-## bench-node: the node-density benchmark on a fresh Kubernetes node with flannel, BENCH_NODE_ROUNDS (5) rounds per variant at each N of BENCH_NODE_N (30,60) (root; needs make plugins; about an hour at the defaults)
+## bench-node: the node-density benchmark on a fresh Kubernetes node with flannel, BENCH_NODE_ROUNDS (5) rounds per variant at each N of BENCH_NODE_N (30,60) (root; needs make plugins; 10 min at the defaults at a load of 35 to 60 on 2 cores)
 bench-node: plugins build image
 	@rc=0; CATENA_K8S_SCENARIOS='node density' CATENA_BENCH_NODE_N=$(BENCH_NODE_N) CATENA_BENCH_NODE_ROUNDS=$(BENCH_NODE_ROUNDS) \
 	CATENA_BENCH_NODE_OUT=$(BIN) CATENA_BENCH_NODE_DOCS=$(if $(BENCH_NODE_DOCS),$(CURDIR)/docs) \
