@@ -25,7 +25,7 @@ export CATENA_CNI_PATH := $(CNI_BIN)
 export CATENA_BIN := $(BIN)
 export GOTOOLCHAIN := local
 
-.PHONY: all help build build-demo image plugins demo-deps flannel crio vet lint test test-unit test-integration test-k8s demo bench fuzz clean leak-demo soak
+.PHONY: all help build build-demo image plugins demo-deps flannel crio vet lint test test-unit test-integration test-k8s demo bench bench-node fuzz clean leak-demo soak
 
 ## all: the same as build
 all: build
@@ -166,6 +166,28 @@ soak: plugins build image
 	-v -run $(K8S_TEST) ./integration >$(BIN)/soak.log 2>&1 || rc=$$?; \
 	grep -E '^(SOAK|K8S-SUMMARY|--- |ok|FAIL)' $(BIN)/soak.log || true; \
 	if [ $$rc -ne 0 ]; then tail -n 150 $(BIN)/soak.log; fi; exit $$rc
+
+# The node-density benchmark alone (integration/k8s_density_test.go) on a
+# fresh Kubernetes node running flannel: BENCH_NODE_ROUNDS rounds of
+# flannel alone and as many of Catena installed over it (kubectl apply,
+# uninstalled between), alternated, each scaling a Deployment of pause pods
+# from 0 to each N of BENCH_NODE_N and back; its log in bin/bench-node.log,
+# its tables printed, its CSV files and CDF plot in bin/ (node-density*),
+# the plot also in docs/ with BENCH_NODE_DOCS=1. make test runs one round
+# of each with 3 pods.
+BENCH_NODE_N ?= 30,60
+BENCH_NODE_ROUNDS ?= 5
+BENCH_NODE_DOCS ?=
+# go test's bound: the bring-up (~5 min) and the rounds
+BENCH_NODE_TIMEOUT ?= 3h
+## bench-node: the node-density benchmark on a fresh Kubernetes node with flannel, BENCH_NODE_ROUNDS (5) rounds per variant at each N of BENCH_NODE_N (30,60) (root; needs make plugins; 10 min at the defaults at a load of 35 to 60 on 2 cores)
+bench-node: plugins build image
+	@rc=0; CATENA_K8S_SCENARIOS='node density' CATENA_BENCH_NODE_N=$(BENCH_NODE_N) CATENA_BENCH_NODE_ROUNDS=$(BENCH_NODE_ROUNDS) \
+	CATENA_BENCH_NODE_OUT=$(BIN) CATENA_BENCH_NODE_DOCS=$(if $(BENCH_NODE_DOCS),$(CURDIR)/docs) \
+	$(GO) test -count=1 -timeout $(BENCH_NODE_TIMEOUT) \
+	-v -run $(K8S_TEST) ./integration >$(BIN)/bench-node.log 2>&1 || rc=$$?; \
+	grep -E '^(NODE-DENSITY|K8S-SUMMARY|--- |ok|FAIL)' $(BIN)/bench-node.log || true; \
+	if [ $$rc -ne 0 ]; then tail -n 150 $(BIN)/bench-node.log; fi; exit $$rc
 
 # The README's first command: installs and builds only what it runs, then the
 # demo. Cold (no Go module or build cache) about 170 s of CPU: 95 s of wall

@@ -19,6 +19,9 @@ type containerdVersion struct {
 	bin    string // containerd
 	ctr    string // ctr of the same version
 	legacy bool   // 1.6: version 2 config, shim sockets under /run/containerd/s
+	// metrics is the address of its Prometheus endpoint (/v1/metrics),
+	// host:port; none when empty
+	metrics string
 }
 
 // containerd24 is the primary target, built by scripts/install-containerd.sh
@@ -60,6 +63,9 @@ state = "{{.Dir}}/state"
   address = "{{.Dir}}/c.sock"
 [ttrpc]
   address = "{{.Dir}}/c.sock.ttrpc"
+{{if .Metrics}}[metrics]
+  address = "{{.Metrics}}"
+{{end -}}
 [plugins."io.containerd.internal.v1.opt"]
   path = "{{.Dir}}/opt"
 {{.Extra}}
@@ -85,10 +91,11 @@ state = "{{.Dir}}/state"
 
 // config renders the daemon's config: everything private under dir (root,
 // state, sockets, runc root, /opt, and 2.x's shim sockets), CNI from cniBin
-// and confDir, the local pause image as the sandbox image. 2.4 takes a
-// version 3 config; 1.6 a version 2 one.
+// and confDir, the local pause image as the sandbox image, the metrics
+// endpoint if v has one. 2.4 takes a version 3 config; 1.6 a version 2
+// one.
 func (v containerdVersion) config(dir, cniBin, confDir string) string {
-	p := map[string]any{"Version": 3, "Dir": dir, "ConfDir": confDir, "CRILine": "", "ContainerdLine": "",
+	p := map[string]any{"Version": 3, "Dir": dir, "ConfDir": confDir, "CRILine": "", "ContainerdLine": "", "Metrics": v.metrics,
 		"CRI":      `plugins."io.containerd.cri.v1.runtime"`,
 		"BinDirs":  fmt.Sprintf("bin_dirs = [%q]", cniBin),
 		"RuncLine": fmt.Sprintf("runtime_path = %q", v.shim()),

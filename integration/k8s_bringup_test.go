@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +27,8 @@ type k8sTimings struct {
 
 // startK8sCluster brings the cluster up and waits until the node is Ready
 // and the default ServiceAccount exists; the node runs the primary
-// [bridge + host-local, portmap, tuning], with Catena's image imported.
+// [bridge + host-local, portmap, tuning], with Catena's image imported;
+// containerd's and kubelet's metrics are served on 127.0.0.1.
 //
 // Teardown, in the reverse order of the cleanups registered here: delete
 // the workloads (kubelet tears their pods down), stop kubelet, the
@@ -51,7 +53,9 @@ func startK8sCluster(t *testing.T) (*k8sCluster, k8sTimings) {
 	require.NoError(t, os.MkdirAll(c.home, 0o700))
 
 	n.makeCNIDirs(t)
-	n.ctd = startContainerdWithBin(t, containerd24(), n.cniBin, "")
+	ctd := containerd24()
+	ctd.metrics = "127.0.0.1:" + strconv.Itoa(freePort(t))
+	n.ctd = startContainerdWithBin(t, ctd, n.cniBin, "")
 	n.shareNetnsDir(t)
 	// the runtime's socket by its usual name, for the agent's default
 	require.NoError(t, os.Symlink(filepath.Base(n.ctd.sock), filepath.Join(n.ctd.dir, "containerd.sock")))
@@ -61,6 +65,7 @@ func startK8sCluster(t *testing.T) (*k8sCluster, k8sTimings) {
 
 	cp.startControllers(t)
 	guard.makeCgroupRoot()
+	n.pki, n.kubeletPort = cp.pki, freePort(t)
 	n.startKubelet(t, cp.bins, cp.kubeconfigs["kubelet"])
 	t.Cleanup(func() { n.kubelet.stop(30 * time.Second) })
 	t.Cleanup(func() { c.deleteWorkloads(t) })

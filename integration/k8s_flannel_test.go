@@ -45,6 +45,16 @@ type flannelSeed struct {
 	held    flannelHeld
 }
 
+// newFlannel makes the node's flannel, r.fl, and writes its subnet.env;
+// its conflist is written by writeFlannel.
+func (r *k8sRun) newFlannel(t *testing.T) {
+	t.Helper()
+	n := r.n
+	fl := newFlannelNode(t, n.fw, flannelNetName(n.w.id), n.fw.ipamDir,
+		filepath.Join(n.cniState, "flannel"), filepath.Join(n.dir, "run-flannel", "subnet.env"))
+	r.fl = &k8sFlannel{f: fl, fault: filepath.Join(n.cniState, "flannel-fault")}
+}
+
 // flannel is the flannel node for test t.
 func (r *k8sRun) flannel(t *testing.T) *flannelNode { return r.fl.f.on(t) }
 
@@ -121,9 +131,8 @@ func (r *k8sRun) waitFlannelClean(t *testing.T, limit time.Duration) time.Durati
 // kubelet's retries leaks an IP and a file in flannel's cache dir,
 // flannel's DEL never being reached. The leaks are released by hand.
 func (r *k8sRun) flannelPlain(t *testing.T) {
-	fl := newFlannelNode(t, r.n.fw, flannelNetName(r.n.w.id), r.n.fw.ipamDir,
-		filepath.Join(r.n.cniState, "flannel"), filepath.Join(r.n.dir, "run-flannel", "subnet.env"))
-	r.fl = &k8sFlannel{f: fl, fault: filepath.Join(r.n.cniState, "flannel-fault")}
+	r.newFlannel(t)
+	fl := r.fl.f
 	r.writeFlannel(t, false) // sorts first: containerd loads it at once
 	require.NoError(t, os.Remove(filepath.Join(r.n.ctd.confDir, primaryName)))
 	r.c.apply(t, []any{webDeployment("fweb", 2)})

@@ -15,10 +15,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// k8sNode is the cluster's one node: containerd 2.4 with private dirs, a
-// private CNI bin dir (the reference plugins, flannel and failer), the conf dir
-// containerd watches, and a kubelet registered as a node with its server
-// off.
+// k8sNode is the cluster's one node: containerd 2.4 with private dirs and
+// its metrics endpoint on 127.0.0.1, a private CNI bin dir (the reference
+// plugins, flannel and failer), the conf dir containerd watches, and a
+// kubelet registered as a node, its server on 127.0.0.1 only (for its
+// /metrics).
 type k8sNode struct {
 	name       string
 	dir        string
@@ -31,6 +32,10 @@ type k8sNode struct {
 	cniState   string // remaps /var/lib/cni; results/ is the host's libcni cache, bind-mounted
 	kubelet    *daemon
 	kubeletCmd []string
+	// kubeletPort is kubelet's server's, on 127.0.0.1: TLS with the
+	// cluster's CA, client certificates of that CA only
+	kubeletPort int
+	pki         *k8sPKI
 }
 
 // cacheDir is Catena's cacheDir on this node (the manifest's
@@ -85,8 +90,12 @@ func (n *k8sNode) writePrimary(t *testing.T, conf string) {
 }
 
 // kubeletConfig is the KubeletConfiguration: everything private, cgroupfs
-// under cgroupRoot, no server, quick sync.
+// under cgroupRoot, its server on 127.0.0.1 (the API server, which reaches
+// a kubelet at the node's address, cannot), quick sync.
 func (n *k8sNode) kubeletConfig() map[string]any {
+	// client certificates of the cluster's CA, any of them allowed
+	authn := map[string]any{"x509": map[string]any{"clientCAFile": n.pki.path("ca.crt")},
+		"anonymous": map[string]any{"enabled": false}, "webhook": map[string]any{"enabled": false}}
 	return map[string]any{
 		"apiVersion":                  "kubelet.config.k8s.io/v1beta1",
 		"kind":                        "KubeletConfiguration",
@@ -98,10 +107,14 @@ func (n *k8sNode) kubeletConfig() map[string]any {
 		"cgroupRoot":                  "/" + n.cgroupRoot,
 		"failCgroupV1":                false,
 		"failSwapOn":                  false,
-		"enableServer":                false,
+		"enableServer":                true,
+		"address":                     "127.0.0.1",
+		"port":                        n.kubeletPort,
+		"tlsCertFile":                 n.pki.path("kubelet-serving.crt"),
+		"tlsPrivateKeyFile":           n.pki.path("kubelet-serving.key"),
 		"readOnlyPort":                0,
 		"healthzPort":                 0,
-		"authentication":              map[string]any{"anonymous": map[string]any{"enabled": true}, "webhook": map[string]any{"enabled": false}},
+		"authentication":              authn,
 		"authorization":               map[string]any{"mode": "AlwaysAllow"},
 		"podLogsDir":                  filepath.Join(n.dir, "podlogs"),
 		"volumePluginDir":             filepath.Join(n.dir, "volume-plugins"),
@@ -128,6 +141,16 @@ func (n *k8sNode) startKubelet(t *testing.T, bins, kubeconfig string) {
 		"--root-dir=" + filepath.Join(n.dir, "kubelet"), "--cert-dir=" + filepath.Join(n.dir, "kubelet-pki"),
 		"--hostname-override=" + n.name, "--node-ip=" + advertiseIP(t).String(), "--v=2"}
 	n.kubelet = startDaemon(t, filepath.Join(n.dir, "logs"), "kubelet", n.kubeletCmd[0], n.kubeletCmd[1:]...)
+}
+
+// kubeletMetricsURL is kubelet's /metrics; cp.httpClient reaches it.
+func (n *k8sNode) kubeletMetricsURL() string {
+	return "https://127.0.0.1:" + strconv.Itoa(n.kubeletPort) + "/metrics"
+}
+
+// containerdMetricsURL is containerd's /v1/metrics.
+func (n *k8sNode) containerdMetricsURL() string {
+	return "http://" + n.ctd.version.metrics + "/v1/metrics"
 }
 
 // restartKubelet stops kubelet by PID and starts it again, same flags.
@@ -166,7 +189,8 @@ func (n *k8sNode) shareNetnsDir(t *testing.T) {
 }
 
 // podLogs is the tail of every container log of the pods of namespace ns
-// (kubelet's server is off: kubectl logs cannot reach them).
+// (kubelet's server listens on 127.0.0.1 only: kubectl logs cannot reach
+// them).
 func (n *k8sNode) podLogs(ns string) string {
 	logs, _ := filepath.Glob(filepath.Join(n.dir, "podlogs", ns+"_*", "*", "*.log"))
 	var b strings.Builder

@@ -21,7 +21,8 @@ import (
 )
 
 // k8sPKI is the cluster's private PKI, made at run time in dir: a CA, the
-// API server's serving certificate, one client certificate per component,
+// API server's and kubelet's serving certificates, one client certificate
+// per component,
 // the service-account key pair, and a kubeconfig per client. Everything is
 // ECDSA P-256: quick to make, and accepted everywhere (the service-account
 // tokens are signed ES256).
@@ -146,6 +147,8 @@ func clusterPKI(t *testing.T, dir, node string, port int, advertise net.IP) (*k8
 		[]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
 		[]net.IP{net.IPv4(127, 0, 0, 1), net.IPv4(10, 96, 0, 1), advertise})
 	p.issue("apiserver-kubelet-client", pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}}, nil, nil)
+	// kubelet's server listens on 127.0.0.1 only
+	p.issue("kubelet-serving", pkix.Name{CommonName: node}, []string{"localhost"}, []net.IP{net.IPv4(127, 0, 0, 1)})
 	p.serviceAccountKey()
 	server := "https://127.0.0.1:" + strconv.Itoa(port)
 	clients := map[string]pkix.Name{

@@ -141,9 +141,7 @@ func (s *soakRun) setup(t *testing.T) {
 	r := s.r
 	n := r.n
 	if r.fl == nil { // make soak: the node still runs its first primary
-		fl := newFlannelNode(t, n.fw, flannelNetName(n.w.id), n.fw.ipamDir,
-			filepath.Join(n.cniState, "flannel"), filepath.Join(n.dir, "run-flannel", "subnet.env"))
-		r.fl = &k8sFlannel{f: fl, fault: filepath.Join(n.cniState, "flannel-fault")}
+		r.newFlannel(t)
 	}
 	if r.upgradeArchive == "" {
 		r.upgradeArchive, _ = buildUpgradeImage(t, n.dir)

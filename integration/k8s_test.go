@@ -61,7 +61,9 @@ type seedFigures struct {
 // again (its ConfigMap's reconcile interval and grace shortened), and
 // flannel's seed failure, a crash, the reconciler, a missing subnet.env
 // and the API server stopped for a minute during pod churn
-// (k8s_outage_test.go); last, a 5-minute chaos soak on flannel's network
+// (k8s_outage_test.go); the node-density benchmark at its smallest, a
+// round of flannel alone and one of Catena over it with 3 pods
+// (k8s_density_test.go); last, a 5-minute chaos soak on flannel's network
 // (k8s_soak_test.go); in one bring-up. Each scenario prints a K8S-SUMMARY
 // line with its figures; the host is checked at the end.
 func TestKubernetesNode(t *testing.T) {
@@ -96,6 +98,7 @@ func TestKubernetesNode(t *testing.T) {
 		{"flannel reconciler", r.flannelReconciler},
 		{"flannel subnet.env", r.flannelSubnetEnvMissing},
 		{"api server outage", r.apiServerOutage},
+		{"node density", r.nodeDensity},
 		{"soak", r.soak},
 	} {
 		if !scenarioSelected(s.name) {
@@ -108,7 +111,8 @@ func TestKubernetesNode(t *testing.T) {
 }
 
 // k8sScenariosEnv names the scenarios to run, comma-separated, in their
-// order here (make soak runs "soak" alone); unset, every scenario runs.
+// order here (make soak runs "soak" alone, make bench-node "node
+// density"); unset, every scenario runs.
 const k8sScenariosEnv = "CATENA_K8S_SCENARIOS"
 
 func scenarioSelected(name string) bool {

@@ -47,5 +47,5 @@
 //	procstat.go    the machine's busy CPU time, from /proc/stat
 //	stats.go       summaries of latencies: percentiles, ratios
 //	report.go      the tables and whether every target was met
-//	plot.go        the latency CDF plot
+//	plot.go        the latency CDF plot (drawn by scripts/benchplot)
 package main

@@ -80,12 +80,3 @@ func TestWritePlot(t *testing.T) {
 	_, err := os.Stat(filepath.Join(dir, "none.png"))
 	assert.True(t, os.IsNotExist(err), "nothing measured, nothing drawn")
 }
-
-func TestCDF(t *testing.T) {
-	xys := cdf(ds(30, 10, 20, 40))
-	require.Len(t, xys, 4)
-	assert.Equal(t, 10.0, xys[0].X)
-	assert.Equal(t, 0.25, xys[0].Y)
-	assert.Equal(t, 40.0, xys[3].X)
-	assert.Equal(t, 1.0, xys[3].Y)
-}

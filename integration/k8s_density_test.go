@@ -1,0 +1,331 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/spf13/afero"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+	"sigs.k8s.io/yaml"
+
+	"github.com/catena-cni/catena/deploy"
+	"github.com/catena-cni/catena/libchain/journal"
+	"github.com/catena-cni/catena/scripts/nodebench"
+)
+
+// The node-density benchmark on flannel's network: rounds of the primary
+// alone and of Catena installed over it (kubectl apply of
+// deploy/catena.yaml, and uninstalled between as deploy/uninstall.yaml
+// says), alternating A B B A A B ...; in each, the Deployment density, of
+// the local pause image, scaled from 0 to N at once until every pod is
+// Ready, then to 0 until every pod is gone and the node holds nothing of
+// the network. What it measures and how is scripts/nodebench's
+// (doc.go); make bench-node sizes it (CATENA_BENCH_NODE_N, _ROUNDS) and
+// writes its CSV files and plot into bin/; make test runs one round of
+// each variant with 3 pods, into a temp dir. Each round checks what it
+// measured: every pod seen through each step in order, kubelet's and
+// containerd's histograms counting one start and one CNI setup per pod,
+// Catena's journal one ADD per pod in its rounds and nothing in the
+// primary's.
+
+const densityApp = "density"
+
+// densityRun is one run of the bench.
+type densityRun struct {
+	r       *k8sRun
+	cfg     nodebench.Config
+	client  kubernetes.Interface
+	metrics *http.Client // reaches kubelet's and containerd's endpoints
+	rounds  []nodebench.Round
+	// installs and uninstalls are how long each switch of the variant took
+	installs, uninstalls []time.Duration
+}
+
+// nodeDensity runs the bench and prints its tables (NODE-DENSITY lines).
+func (r *k8sRun) nodeDensity(t *testing.T) {
+	cfg, err := nodebench.ConfigFromEnv(os.Getenv)
+	require.NoError(t, err)
+	if cfg.Out == "" {
+		cfg.Out = t.TempDir()
+	}
+	d := &densityRun{r: r, cfg: cfg, metrics: r.c.httpClient(t)}
+	start := time.Now()
+	d.setup(t)
+	fmt.Printf("%sN %v, %d rounds of each variant, alternated: %v\n", nodebench.Prefix, cfg.Counts, cfg.Rounds, nodebench.Schedule(cfg.Rounds))
+	for _, v := range nodebench.Schedule(cfg.Rounds) {
+		d.switchTo(t, v)
+		for _, n := range cfg.Counts {
+			d.rounds = append(d.rounds, d.round(t, v, n, len(d.rounds)))
+		}
+	}
+	r.c.kubectl(t, nil, "delete", "deployment", densityApp, "-n", "default")
+
+	names := nodebench.Names{Primary: "flannel", Catena: "Catena over flannel"}
+	require.NoError(t, nodebench.Report(os.Stdout, d.rounds, names))
+	paths, err := nodebench.WriteFiles(cfg.Out, cfg.Docs, d.rounds, names)
+	require.NoError(t, err)
+	for _, p := range paths {
+		fmt.Printf("%swrote %s\n", nodebench.Prefix, p)
+	}
+	n := cfg.Counts[0]
+	var p50 [2]time.Duration
+	for _, v := range nodebench.Variants {
+		s, err := nodebench.Summarize(d.rounds, v, n, nodebench.CreatedReady)
+		require.NoError(t, err)
+		p50[v] = s.P50
+	}
+	summary("node density", "%d rounds of each variant at N=%v on flannel; created -> Ready p50 at N=%d: flannel %s, Catena %s (%.2f); installs %v, uninstalls %v; %s in all",
+		cfg.Rounds, cfg.Counts, n, p50[nodebench.Primary].Round(time.Millisecond), p50[nodebench.Catena].Round(time.Millisecond),
+		nodebench.Ratio(p50[nodebench.Catena], p50[nodebench.Primary]), roundAll(d.installs), roundAll(d.uninstalls),
+		time.Since(start).Round(time.Second))
+}
+
+func roundAll(ds []time.Duration) []time.Duration {
+	out := make([]time.Duration, len(ds))
+	for i, d := range ds {
+		out[i] = d.Round(100 * time.Millisecond)
+	}
+	return out
+}
+
+// setup puts the node on flannel's network when it still runs its first
+// primary (make bench-node), and makes the Deployment, at 0, and the API
+// client of the watches.
+func (d *densityRun) setup(t *testing.T) {
+	r := d.r
+	if r.fl == nil {
+		r.newFlannel(t)
+		r.writeFlannel(t, fileExists(filepath.Join(r.n.ctd.confDir, generatedName)))
+		require.NoError(t, os.Remove(filepath.Join(r.n.ctd.confDir, primaryName)))
+	}
+	require.Equal(t, flannelHeld{}, r.flannelHeld(t), "the bench starts on an empty node")
+	cp := r.c.controlPlane
+	var err error
+	d.client, err = kubernetes.NewForConfig(&rest.Config{Host: cp.server(), QPS: 50, Burst: 100,
+		TLSClientConfig: rest.TLSClientConfig{CAFile: cp.pki.path("ca.crt"),
+			CertFile: cp.pki.path("admin.crt"), KeyFile: cp.pki.path("admin.key")}})
+	require.NoError(t, err)
+	r.c.apply(t, []any{webDeployment(densityApp, 0)})
+}
+
+// switchTo installs or uninstalls Catena, as variant v needs.
+func (d *densityRun) switchTo(t *testing.T, v nodebench.Variant) {
+	installed := fileExists(filepath.Join(d.r.n.ctd.confDir, generatedName))
+	switch {
+	case v == nodebench.Catena && !installed:
+		d.install(t)
+	case v == nodebench.Primary && installed:
+		d.uninstall(t)
+	}
+}
+
+// install is kubectl apply -f deploy/catena.yaml, until the agent is
+// Ready and containerd has loaded the wrapped conflist.
+func (d *densityRun) install(t *testing.T) {
+	r := d.r
+	start := time.Now()
+	r.c.apply(t, r.c.agentManifest(t, deploy.CatenaYAML, r.tag))
+	r.waitAgentReady(t, r.tag)
+	r.c.waitNetworkOf(t, r.fl.f.net, "catena", true)
+	d.installs = append(d.installs, time.Since(start))
+}
+
+// uninstall is deploy/uninstall.yaml's procedure: the agent's DaemonSet
+// deleted and its pod gone, uninstall.yaml applied until the generated
+// conflist is gone and containerd loaded flannel's own, then both
+// manifests deleted, until their namespace is gone.
+func (d *densityRun) uninstall(t *testing.T) {
+	r := d.r
+	start := time.Now()
+	r.c.kubectl(t, nil, "delete", "daemonset", "-n", "catena-system", "catena-agent", "--cascade=foreground", "--wait=false")
+	waitFor(t, "the agent's DaemonSet and pod are gone", 2*time.Minute, 250*time.Millisecond, func() error {
+		if pods := r.c.pods(t, "catena-system", "app.kubernetes.io/component=agent"); len(pods) > 0 {
+			return fmt.Errorf("%d agent pods", len(pods))
+		}
+		out, err := r.c.kubectlErr(nil, "get", "daemonset", "-n", "catena-system", "catena-agent", "--ignore-not-found", "-o", "name")
+		if err == nil && out != "" {
+			err = fmt.Errorf("%s still there", strings.TrimSpace(out))
+		}
+		return err
+	}, r.n.kubelet)
+	objs := r.n.nodeManifest(t, deploy.UninstallYAML, r.tag)
+	r.c.apply(t, objs)
+	waitFor(t, "the uninstall removed the generated conflist", 2*time.Minute, 250*time.Millisecond, func() error {
+		if fileExists(filepath.Join(r.n.ctd.confDir, generatedName)) {
+			return fmt.Errorf("%s still there", generatedName)
+		}
+		return nil
+	}, r.n.kubelet)
+	r.c.waitNetworkOf(t, r.fl.f.net, "catena", false)
+	r.c.deleteObjects(t, append(objs, r.c.agentManifest(t, deploy.CatenaYAML, r.tag)...))
+	waitFor(t, "namespace catena-system is gone", 2*time.Minute, 250*time.Millisecond, func() error {
+		out, err := r.c.kubectlErr(nil, "get", "namespace", "catena-system", "--ignore-not-found", "-o", "name")
+		if err == nil && out != "" {
+			err = fmt.Errorf("%s still there", strings.TrimSpace(out))
+		}
+		return err
+	}, r.n.kubelet)
+	d.uninstalls = append(d.uninstalls, time.Since(start))
+}
+
+// round scales the Deployment to n and back to 0 once, and returns what
+// it measured, checked.
+func (d *densityRun) round(t *testing.T, v nodebench.Variant, n, index int) nodebench.Round {
+	r := d.r
+	tr, stop := d.watch(t)
+	defer stop()
+	var s nodebench.Scrapes
+	s.KubeletBefore, s.ContainerdBefore = d.scrape(t, r.n.kubeletMetricsURL()), d.scrape(t, r.n.containerdMetricsURL())
+	since := time.Now()
+
+	limit := 2*time.Minute + time.Duration(n)*3*time.Second
+	r.c.scale(t, densityApp, n)
+	waitFor(t, fmt.Sprintf("%d pods of %s are Ready", n, densityApp), limit, 100*time.Millisecond, func() error {
+		if c := tr.Counts(); c.Ready < n {
+			return fmt.Errorf("%d seen, %d Ready", c.Seen, c.Ready)
+		}
+		return nil
+	}, r.n.kubelet)
+	r.c.scale(t, densityApp, 0)
+	waitFor(t, fmt.Sprintf("the %d pods of %s are gone", n, densityApp), limit, 100*time.Millisecond, func() error {
+		if c := tr.Counts(); c.Gone < n {
+			return fmt.Errorf("%d seen, %d gone", c.Seen, c.Gone)
+		}
+		return nil
+	}, r.n.kubelet)
+	r.waitFlannelClean(t, limit)
+	// containerd counts a teardown once the CNI DEL returned
+	waitFor(t, "containerd counted every CNI teardown", time.Minute, 250*time.Millisecond, func() error {
+		h, err := nodebench.HistDelta(s.ContainerdBefore, d.scrape(t, r.n.containerdMetricsURL()), nodebench.ContainerdCNIMetric,
+			map[string]string{"operation_type": nodebench.ContainerdTearDown})
+		if err == nil && h.Count() < float64(n) {
+			err = fmt.Errorf("%g teardowns", h.Count())
+		}
+		return err
+	})
+	s.KubeletAfter, s.ContainerdAfter = d.scrape(t, r.n.kubeletMetricsURL()), d.scrape(t, r.n.containerdMetricsURL())
+	stop()
+
+	pods := tr.Pods()
+	require.Len(t, pods, n, "the round's pods, and no other")
+	require.Empty(t, tr.Errors(), "the watch's errors")
+	for _, p := range pods {
+		steps := []time.Time{p.Created, p.Scheduled, p.SandboxReady, p.Ready, p.Deleting, p.Gone}
+		for i, at := range steps {
+			require.False(t, at.IsZero(), "pod %s: step %d of created, scheduled, sandbox ready, Ready, deleting, gone not seen: %+v", p.Name, i, p)
+			if i > 0 {
+				require.False(t, at.Before(steps[i-1]), "pod %s: its steps in order: %+v", p.Name, p)
+			}
+		}
+	}
+	dists := nodebench.PodDists(pods)
+	hists, err := s.HistDists()
+	require.NoError(t, err)
+	ops, _, err := journal.Read(afero.NewOsFs(), r.n.cacheDir(), since)
+	require.NoError(t, err)
+	for id, dist := range hists {
+		dists[id] = dist
+	}
+	assert.Equal(t, n, hists[nodebench.KubeletStartSLI.ID].Count(), "kubelet's pod start SLI observed each pod once")
+	assert.Equal(t, n, hists[nodebench.CNISetup.ID].Count(), "containerd set up each pod's network once")
+	assert.GreaterOrEqual(t, hists[nodebench.CNITeardown.ID].Count(), n, "and tore each down")
+	if v == nodebench.Catena {
+		for id, dist := range nodebench.JournalDists(ops, densityApp+"-") {
+			dists[id] = dist
+		}
+		assert.Equal(t, n, dists[nodebench.CatenaAdd.ID].Count(), "one ADD through Catena per pod")
+		assert.GreaterOrEqual(t, dists[nodebench.CatenaDel.ID].Count(), n, "and a DEL")
+	} else {
+		assert.Empty(t, ops, "nothing goes through Catena while it is uninstalled")
+	}
+	load, err := os.ReadFile("/proc/loadavg")
+	require.NoError(t, err)
+	avg, err := nodebench.ParseLoadAvg(string(load))
+	require.NoError(t, err)
+	ready, _ := dists[nodebench.CreatedReady.ID].Quantile(0.5)
+	fmt.Printf("%sround %d: %s, N=%d: created -> Ready p50 %s; load %.2f\n", nodebench.Prefix, index, v, n, ready.Round(time.Millisecond), avg)
+	return nodebench.Round{Variant: v, N: n, Index: index, Pods: pods, Dists: dists, Load: avg}
+}
+
+// watch watches the Deployment's pods from now, each event timestamped on
+// receipt into the Tracker; stop ends the watch and its goroutine, and
+// runs at the test's end at the latest.
+func (d *densityRun) watch(t *testing.T) (*nodebench.Tracker, func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pods := d.client.CoreV1().Pods("default")
+	selector := "app=" + densityApp
+	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		cancel()
+		require.NoError(t, err)
+	}
+	require.Empty(t, list.Items, "no pod of %s before the round", densityApp)
+	rw, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = selector
+			return pods.Watch(ctx, o)
+		}})
+	if err != nil {
+		cancel()
+		require.NoError(t, err)
+	}
+	tr := nodebench.NewTracker()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range rw.ResultChan() {
+			tr.Observe(ev, time.Now())
+		}
+	}()
+	stop := sync.OnceFunc(func() {
+		rw.Stop()
+		cancel()
+		<-done
+	})
+	t.Cleanup(stop)
+	return tr, stop
+}
+
+// scrape GETs a Prometheus text endpoint and parses it.
+func (d *densityRun) scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := d.metrics.Get(url)
+	require.NoError(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	require.Equal(t, http.StatusOK, resp.StatusCode, url)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	require.NoError(t, err, url)
+	return fams
+}
+
+// deleteObjects deletes typed objects as kubectl delete -f does, those
+// already gone ignored, without waiting.
+func (c *k8sCluster) deleteObjects(t *testing.T, objs []any) {
+	t.Helper()
+	var docs []string
+	for _, o := range objs {
+		raw, err := yaml.Marshal(o)
+		require.NoError(t, err)
+		docs = append(docs, string(raw))
+	}
+	c.kubectl(t, []byte(strings.Join(docs, "---\n")), "delete", "-f", "-", "--ignore-not-found", "--wait=false")
+}

@@ -1,0 +1,144 @@
+package nodebench
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/catena-cni/catena/libchain/journal"
+)
+
+// Measure is one quantity of the report.
+type Measure struct {
+	ID    string // its key, in the CSV files
+	Label string // in the table
+}
+
+// The measures, from the watch (per pod), the scraped histograms (per
+// round) and Catena's journal (its rounds only).
+var (
+	CreatedScheduled = Measure{"created_scheduled", "created -> scheduled"}
+	ScheduledSandbox = Measure{"scheduled_sandbox_ready", "scheduled -> sandbox ready"}
+	SandboxReady     = Measure{"sandbox_ready_ready", "sandbox ready -> Ready"}
+	CreatedReady     = Measure{"created_ready", "created -> Ready"}
+	DeleteGone       = Measure{"delete_gone", "delete -> gone"}
+	KubeletStartSLI  = Measure{"kubelet_pod_start_sli", "kubelet pod start SLI (hist)"}
+	CNISetup         = Measure{"containerd_cni_setup", "containerd CNI setup (hist)"}
+	CNITeardown      = Measure{"containerd_cni_teardown", "containerd CNI teardown (hist)"}
+	CatenaAdd        = Measure{"catena_add", "Catena ADD (journal)"}
+	CatenaDel        = Measure{"catena_del", "Catena DEL (journal)"}
+	CatenaAddOwn     = Measure{"catena_add_own", "Catena ADD, own work"}
+	CatenaDelOwn     = Measure{"catena_del_own", "Catena DEL, own work"}
+)
+
+// PodMeasures are the measures of each pod's timeline, in the pods CSV's
+// order.
+var PodMeasures = []Measure{CreatedScheduled, ScheduledSandbox, SandboxReady, CreatedReady, DeleteGone}
+
+// Measures are all of them, in the report's order.
+var Measures = append(append([]Measure{}, PodMeasures...),
+	KubeletStartSLI, CNISetup, CNITeardown, CatenaAdd, CatenaDel, CatenaAddOwn, CatenaDelOwn)
+
+// The scraped histograms: kubelet's pod start SLI (creation to observed
+// running, image pulls excluded), and containerd 2.4's CRI network plugin
+// operations (its go-metrics timer adds a second _seconds to the name).
+const (
+	KubeletStartSLIMetric = "kubelet_pod_start_sli_duration_seconds"
+	ContainerdCNIMetric   = "containerd_cri_network_plugin_operations_duration_seconds_seconds"
+	ContainerdSetUp       = "set_up_pod"
+	ContainerdTearDown    = "tear_down_pod"
+)
+
+// Span is the pod's value of a pod measure; false when a step was not
+// seen, or m is not a pod measure.
+func (p Pod) Span(m Measure) (time.Duration, bool) {
+	var from, to time.Time
+	switch m {
+	case CreatedScheduled:
+		from, to = p.Created, p.Scheduled
+	case ScheduledSandbox:
+		from, to = p.Scheduled, p.SandboxReady
+	case SandboxReady:
+		from, to = p.SandboxReady, p.Ready
+	case CreatedReady:
+		from, to = p.Created, p.Ready
+	case DeleteGone:
+		from, to = p.Deleting, p.Gone
+	default:
+		return 0, false
+	}
+	if from.IsZero() || to.IsZero() {
+		return 0, false
+	}
+	return to.Sub(from), true
+}
+
+// PodDists are the pod measures' samples over pods, by Measure.ID.
+func PodDists(pods []Pod) map[string]Dist {
+	out := map[string]Dist{}
+	for _, m := range PodMeasures {
+		var d Dist
+		for _, p := range pods {
+			if v, ok := p.Span(m); ok {
+				d.Samples = append(d.Samples, v)
+			}
+		}
+		out[m.ID] = d
+	}
+	return out
+}
+
+// JournalDists are the Catena measures of ops (a round's, from
+// journal.Read): the successful ADDs and DELs on pods whose name starts
+// with podPrefix, their durations and their own work (the duration less
+// the delegates' calls), by Measure.ID.
+func JournalDists(ops []journal.Op, podPrefix string) map[string]Dist {
+	var add, del, addOwn, delOwn Dist
+	for _, op := range ops {
+		if op.Outcome != "ok" || op.Pod == nil || !strings.HasPrefix(op.Pod.Name, podPrefix) {
+			continue
+		}
+		own := op.Duration
+		for _, c := range op.Calls {
+			own -= c.Duration
+		}
+		switch op.Verb {
+		case "ADD":
+			add.Samples, addOwn.Samples = append(add.Samples, op.Duration), append(addOwn.Samples, own)
+		case "DEL":
+			del.Samples, delOwn.Samples = append(del.Samples, op.Duration), append(delOwn.Samples, own)
+		}
+	}
+	return map[string]Dist{CatenaAdd.ID: add, CatenaDel.ID: del, CatenaAddOwn.ID: addOwn, CatenaDelOwn.ID: delOwn}
+}
+
+// Scrapes are the metrics scraped before and after a round, as expfmt
+// parses them.
+type Scrapes struct {
+	KubeletBefore, KubeletAfter       map[string]*dto.MetricFamily
+	ContainerdBefore, ContainerdAfter map[string]*dto.MetricFamily
+}
+
+// HistDists are the histogram measures of a round, by Measure.ID.
+func (s Scrapes) HistDists() (map[string]Dist, error) {
+	out := map[string]Dist{}
+	for _, h := range []struct {
+		m             Measure
+		before, after map[string]*dto.MetricFamily
+		name          string
+		labels        map[string]string
+	}{
+		{KubeletStartSLI, s.KubeletBefore, s.KubeletAfter, KubeletStartSLIMetric, nil},
+		{CNISetup, s.ContainerdBefore, s.ContainerdAfter, ContainerdCNIMetric, map[string]string{"operation_type": ContainerdSetUp}},
+		{CNITeardown, s.ContainerdBefore, s.ContainerdAfter, ContainerdCNIMetric, map[string]string{"operation_type": ContainerdTearDown}},
+	} {
+		d, err := HistDelta(h.before, h.after, h.name, h.labels)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", h.m.Label, err)
+		}
+		out[h.m.ID] = Dist{Hist: &d}
+	}
+	return out, nil
+}

@@ -1,0 +1,77 @@
+package nodebench
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/catena-cni/catena/libchain/journal"
+)
+
+func TestJournalDists(t *testing.T) {
+	on := func(name string) *journal.OpPod { return &journal.OpPod{Namespace: "default", Name: name} }
+	calls := func(d ...time.Duration) []journal.OpCall {
+		var out []journal.OpCall
+		for i, x := range d {
+			out = append(out, journal.OpCall{Index: i, Duration: x})
+		}
+		return out
+	}
+	ops := []journal.Op{
+		{Verb: "ADD", Outcome: "ok", Duration: 100 * time.Millisecond, Calls: calls(60*time.Millisecond, 30*time.Millisecond), Pod: on("density-1")},
+		{Verb: "ADD", Outcome: "ok", Duration: 50 * time.Millisecond, Calls: calls(45 * time.Millisecond), Pod: on("density-2")},
+		{Verb: "DEL", Outcome: "ok", Duration: 80 * time.Millisecond, Calls: calls(70 * time.Millisecond), Pod: on("density-1")},
+		// not counted: failed, another Deployment's pod, no pod, not ADD or DEL
+		{Verb: "ADD", Outcome: "rolled back", Duration: time.Second, Pod: on("density-3")},
+		{Verb: "ADD", Outcome: "ok", Duration: time.Second, Pod: on("web-1")},
+		{Verb: "ADD", Outcome: "ok", Duration: time.Second},
+		{Verb: "RECLAIM", Outcome: "ok", Duration: time.Second, Pod: on("density-4")},
+	}
+	d := JournalDists(ops, "density-")
+	assert.Equal(t, map[string]Dist{
+		CatenaAdd.ID:    {Samples: []time.Duration{100 * time.Millisecond, 50 * time.Millisecond}},
+		CatenaAddOwn.ID: {Samples: []time.Duration{10 * time.Millisecond, 5 * time.Millisecond}},
+		CatenaDel.ID:    {Samples: []time.Duration{80 * time.Millisecond}},
+		CatenaDelOwn.ID: {Samples: []time.Duration{10 * time.Millisecond}},
+	}, d)
+	assert.Zero(t, JournalDists(nil, "density-")[CatenaAdd.ID].Count(), "the primary's rounds: no journal")
+}
+
+const kubeletBefore = `# TYPE kubelet_pod_start_sli_duration_seconds histogram
+kubelet_pod_start_sli_duration_seconds_bucket{le="0.5"} 1
+kubelet_pod_start_sli_duration_seconds_bucket{le="1"} 2
+kubelet_pod_start_sli_duration_seconds_bucket{le="+Inf"} 2
+kubelet_pod_start_sli_duration_seconds_sum 1.2
+kubelet_pod_start_sli_duration_seconds_count 2
+`
+
+const kubeletAfter = `# TYPE kubelet_pod_start_sli_duration_seconds histogram
+kubelet_pod_start_sli_duration_seconds_bucket{le="0.5"} 1
+kubelet_pod_start_sli_duration_seconds_bucket{le="1"} 4
+kubelet_pod_start_sli_duration_seconds_bucket{le="+Inf"} 5
+kubelet_pod_start_sli_duration_seconds_sum 6
+kubelet_pod_start_sli_duration_seconds_count 5
+`
+
+func TestScrapesHistDists(t *testing.T) {
+	s := Scrapes{
+		KubeletBefore: families(t, kubeletBefore), KubeletAfter: families(t, kubeletAfter),
+		ContainerdBefore: families(t, cniScrape([3]int{0, 0, 0}, [3]int{0, 0, 0})),
+		ContainerdAfter:  families(t, cniScrape([3]int{1, 3, 3}, [3]int{2, 3, 4})),
+	}
+	d, err := s.HistDists()
+	require.NoError(t, err)
+	assert.Equal(t, 3, d[KubeletStartSLI.ID].Count(), "3 pods started in the round")
+	assert.Equal(t, 3, d[CNISetup.ID].Count())
+	assert.Equal(t, 4, d[CNITeardown.ID].Count())
+	p50, ok := d[KubeletStartSLI.ID].Quantile(0.5)
+	require.True(t, ok)
+	assert.Equal(t, 875*time.Millisecond, p50, "rank 1.5 of 3: 0.75 of the way through the 2 in (0.5, 1]")
+
+	s.KubeletAfter = families(t, "")
+	_, err = s.HistDists()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "kubelet pod start SLI")
+}
