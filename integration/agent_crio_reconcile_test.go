@@ -107,7 +107,7 @@ func TestAgentCRIOReconcileStorageWiped(t *testing.T) {
 		assert.Equal(t, "ok", op.Outcome, "%+v", op)
 		teardown = max(teardown, op.Duration)
 	}
-	bound := grace + 2*interval + teardown + time.Second // 1 s: CRI calls, record reads, the 50 ms poll
+	bound := grace + 2*interval + teardown + 2*time.Second // 2 s: CRI calls, record reads, the 50 ms poll, a loaded machine
 	assert.LessOrEqual(t, tookNotready, bound, "notready reclaimed within grace + 2 intervals of the restart")
 	assert.LessOrEqual(t, tookReady, bound, "ready reclaimed within grace + 2 intervals of its pause process's end")
 	assert.Empty(t, w.ipamFiles(n.net), "no IP held")
