@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/catena-cni/catena/libchain/release"
+	"github.com/catena-cni/catena/node/reconcile"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -176,7 +177,10 @@ func TestCatenaManifest(t *testing.T) {
 	require.Contains(t, byPath, "/var/run/netns")
 	require.NotNil(t, byPath["/var/run/netns"].MountPropagation)
 	assert.Equal(t, corev1.MountPropagationHostToContainer, *byPath["/var/run/netns"].MountPropagation)
-	assert.Contains(t, byPath, "/run/containerd", "the runtime socket dir")
+	for _, sock := range reconcile.DefaultEndpoints() {
+		assert.True(t, mountedAt(byPath, filepath.Dir(strings.TrimPrefix(sock, "unix://"))),
+			"the dir of %s, a runtime socket --runtime-endpoint auto tries, is mounted", sock)
+	}
 
 	host, port, err := net.SplitHostPort(flags["listen-addr"])
 	require.NoError(t, err)

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -23,7 +24,9 @@ func (n *k8sNode) hostPathMap(t *testing.T) map[string]string {
 		"/opt/cni/bin":    n.cniBin,
 		"/var/lib/cni":    n.cniState,
 		"/run/containerd": n.ctd.dir,
-		"/var/run/netns":  n.netnsDir(),
+		// no CRI-O here: an empty dir (DirectoryOrCreate makes it)
+		"/var/run/crio":  filepath.Join(n.dir, "crio-run"),
+		"/var/run/netns": n.netnsDir(),
 	}
 }
 
@@ -42,9 +45,10 @@ func remap(m map[string]string, path string) string {
 }
 
 // containerPaths are mount paths kept as they are: the agent finds the
-// runtime's socket at its default, /run/containerd/containerd.sock, in the
-// container, whatever host dir is mounted there.
-var containerPaths = []string{"/run/containerd"}
+// runtime's socket by default (--runtime-endpoint auto) at
+// /run/containerd/containerd.sock or /var/run/crio/crio.sock in the
+// container, whatever host dirs are mounted there; here CRI-O's is empty.
+var containerPaths = []string{"/run/containerd", "/var/run/crio"}
 
 // nodeManifest decodes an embedded manifest (deploy/catena.yaml or
 // deploy/uninstall.yaml) and edits its DaemonSet for this node: host paths

@@ -4,6 +4,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,7 +17,8 @@ import (
 )
 
 const (
-	defaultRuntimeEndpoint   = "unix:///run/containerd/containerd.sock"
+	// autoEndpoint: the first of the runtimes' default sockets that exists.
+	autoEndpoint             = "auto"
 	defaultReconcileInterval = 30 * time.Second
 )
 
@@ -29,7 +31,8 @@ type reconcileFlags struct {
 
 func (r *reconcileFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&r.endpoint, "runtime-endpoint", defaultRuntimeEndpoint, "the CRI runtime's socket, listed by the reconciler")
+	fl.StringVar(&r.endpoint, "runtime-endpoint", autoEndpoint, "the CRI runtime's socket, listed by the reconciler; auto: the first of "+
+		reconcile.ContainerdEndpoint+" (containerd) and "+reconcile.CRIOEndpoint+" (CRI-O) that is a socket at start, as crictl finds the runtime (neither: containerd's)")
 	fl.DurationVar(&r.interval, "reconcile-interval", defaultReconcileInterval, "run a reconcile pass this often (0: no reconciler)")
 	fl.DurationVar(&r.opts.Grace, "grace", reconcile.DefaultGrace, "a record changed within this is never reclaimed, and a mark must be this old before its reclaim")
 	fl.DurationVar(&r.opts.AbandonAfter, "abandon-after", 0, "abandon a delegate whose DEL has failed for this long, as catenactl repair --abandon does (0: never; the safe default)")
@@ -47,8 +50,9 @@ type observability struct {
 
 // setup registers /metrics on mux and, unless the interval is 0, builds
 // the reconcile loop over cacheDir, finding the delegates in cniPath (a
-// CNI_PATH: install's --cni-path, else its --cni-bin-dir).
-func (r *reconcileFlags) setup(mux *http.ServeMux, cacheDir, cniPath string, log *slog.Logger, stderr io.Writer) (*observability, error) {
+// CNI_PATH: install's --cni-path, else its --cni-bin-dir), listing the
+// runtime at the endpoint (auto: the first of sockets that exists).
+func (r *reconcileFlags) setup(mux *http.ServeMux, cacheDir, cniPath string, sockets []string, log *slog.Logger, stderr io.Writer) (*observability, error) {
 	if r.interval < 0 || r.opts.Grace <= 0 || r.opts.AbandonAfter < 0 {
 		return nil, cli.Usagef("--reconcile-interval %s, --grace %s, --abandon-after %s: grace must be positive, the others not negative",
 			r.interval, r.opts.Grace, r.opts.AbandonAfter)
@@ -66,7 +70,8 @@ func (r *reconcileFlags) setup(mux *http.ServeMux, cacheDir, cniPath string, log
 		return o, nil
 	}
 	r.opts.CNIPath = cniPath
-	rec, lister, err := reconcile.NewNode(reconcile.NodeConfig{CacheDir: cacheDir, RuntimeEndpoint: r.endpoint, Options: r.opts,
+	endpoint := r.runtimeEndpoint(sockets, log)
+	rec, lister, err := reconcile.NewNode(reconcile.NodeConfig{CacheDir: cacheDir, RuntimeEndpoint: endpoint, Options: r.opts,
 		Log: log, Observer: m, DelegateStderr: stderr})
 	if err != nil {
 		return nil, &cli.UsageError{Err: err}
@@ -78,6 +83,27 @@ func (r *reconcileFlags) setup(mux *http.ServeMux, cacheDir, cniPath string, log
 		}
 	}}
 	return o, nil
+}
+
+// runtimeEndpoint is --runtime-endpoint, or under auto the first of
+// sockets that exists (with none, the first), and logs which and why.
+func (r *reconcileFlags) runtimeEndpoint(sockets []string, log *slog.Logger) string {
+	if r.endpoint != autoEndpoint {
+		log.Info("runtime endpoint", "endpoint", r.endpoint, "from", "--runtime-endpoint")
+		return r.endpoint
+	}
+	c := reconcile.FindEndpoint(sockets)
+	if !c.Found {
+		log.Warn("runtime endpoint: no runtime socket found; listing the first until restarted (set --runtime-endpoint)",
+			"endpoint", c.Endpoint, "passed", strings.Join(c.Passed, "; "))
+		return c.Endpoint
+	}
+	args := []any{"endpoint", c.Endpoint, "from", "auto: the first runtime socket that exists"}
+	if len(c.Passed) > 0 {
+		args = append(args, "passed", strings.Join(c.Passed, "; "))
+	}
+	log.Info("runtime endpoint", args...)
+	return c.Endpoint
 }
 
 // components are the runnables to add to run's.

@@ -20,6 +20,7 @@ import (
 	"github.com/catena-cni/catena/libchain"
 	"github.com/catena-cni/catena/node/adopt"
 	"github.com/catena-cni/catena/node/nodeconf"
+	"github.com/catena-cni/catena/node/reconcile"
 )
 
 // Defaults of the node's paths.
@@ -41,6 +42,17 @@ type env struct {
 	// selfDir is the directory of the catena-agent executable: the default
 	// source of the binaries it installs.
 	selfDir string
+	// runtimeSockets are the CRI sockets --runtime-endpoint auto tries, in
+	// order (nil: reconcile.DefaultEndpoints, containerd's then CRI-O's).
+	runtimeSockets []string
+}
+
+// sockets are the CRI sockets --runtime-endpoint auto tries.
+func (e env) sockets() []string {
+	if e.runtimeSockets == nil {
+		return reconcile.DefaultEndpoints()
+	}
+	return e.runtimeSockets
 }
 
 // run executes catena-agent with args and returns the exit code: 0 on

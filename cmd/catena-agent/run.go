@@ -80,7 +80,8 @@ On SIGTERM it exits leaving every file in place.`,
 			if err != nil {
 				return err
 			}
-			obs, err := rf.setup(mux, f.cfg.Catena.CacheDir, strings.Join(pluginDirs(f.cniPath, f.cfg.BinDir), string(filepath.ListSeparator)), log, e.stderr)
+			obs, err := rf.setup(mux, f.cfg.Catena.CacheDir, strings.Join(pluginDirs(f.cniPath, f.cfg.BinDir), string(filepath.ListSeparator)),
+				e.sockets(), log, e.stderr)
 			if err != nil {
 				return err
 			}

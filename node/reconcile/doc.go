@@ -47,6 +47,7 @@
 //	indexbackoff.go  IndexBackoff: that backoff read from the engine's pending-teardown markers
 //	scope.go         InScope: only records a CRI runtime made
 //	lister.go        SandboxLister and CRILister: the runtime's pod sandboxes over CRI
+//	endpoint.go      DefaultEndpoints and FindEndpoint: the node runtime's CRI socket, as crictl finds it
 //	report.go        Report, Decision and Action: what a pass did and why; Observer
 //	loop.go          Loop: a pass every Interval; it holds the cache dir's retrier lock once it can take it
 //	node.go          NodeConfig and NewNode: a Reconciler wired to a node's cache dir, runtime and delegates
