@@ -42,6 +42,8 @@ type fixture struct {
 	confPath string
 	now      time.Time
 	store    *cache.DiskStore
+	// sockets are the CRI sockets --runtime-endpoint auto tries.
+	sockets []string
 }
 
 // newFixture writes a conflist whose catena entry has the given delegate
@@ -102,6 +104,8 @@ func (f *fixture) runRaw(args ...string) (stdout, stderr string, code int) {
 		now:      func() time.Time { return f.now },
 		netDir:   f.netDir,
 		ownerUID: os.Geteuid(),
+		// never the host's runtime: auto finds only the test's sockets
+		runtimeSockets: append([]string{}, f.sockets...),
 	})
 	return out.String(), errOut.String(), code
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,7 +13,9 @@ import (
 	"github.com/catena-cni/catena/node/reconcile"
 )
 
-const defaultRuntimeEndpoint = "unix:///run/containerd/containerd.sock"
+// autoEndpoint asks for the node's runtime: the first of the runtimes'
+// default sockets that exists, as catena-agent does.
+const autoEndpoint = "auto"
 
 func (a *app) reconcileCmd() *cobra.Command {
 	var endpoint string
@@ -56,6 +59,17 @@ decision. Exits 1 if the pass met an error.`,
 				return err
 			}
 			opts.CNIPath = a.resolveCNIPath()
+			if endpoint == autoEndpoint {
+				sockets := a.runtimeSockets
+				if sockets == nil {
+					sockets = reconcile.DefaultEndpoints()
+				}
+				c := reconcile.FindEndpoint(sockets)
+				if !c.Found {
+					return fmt.Errorf("--runtime-endpoint auto: no runtime socket found (%s): name one", strings.Join(c.Passed, "; "))
+				}
+				endpoint = c.Endpoint
+			}
 			r, lister, err := reconcile.NewNode(reconcile.NodeConfig{CacheDir: cacheDir, RuntimeEndpoint: endpoint, Options: opts,
 				Log: slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), DelegateStderr: a.stderr})
 			if err != nil {
@@ -75,7 +89,7 @@ decision. Exits 1 if the pass met an error.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&endpoint, "runtime-endpoint", defaultRuntimeEndpoint, "the CRI runtime's socket (containerd, CRI-O)")
+	f.StringVar(&endpoint, "runtime-endpoint", autoEndpoint, "the CRI runtime's socket; auto: the first of containerd's and CRI-O's default sockets that exists")
 	f.DurationVar(&opts.Grace, "grace", reconcile.DefaultGrace, "a record changed within this is never a candidate, and a mark must be this old before its reclaim")
 	f.DurationVar(&opts.AbandonAfter, "abandon-after", 0, "abandon a delegate whose DEL has failed for this long, as repair --abandon does (0: never)")
 	f.DurationVar(&opts.RuntimeTimeout, "runtime-timeout", reconcile.DefaultRuntimeTimeout, "bound on each ListPodSandbox")

@@ -84,3 +84,41 @@ func TestReconcileCommand(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, "--grace")
 }
+
+// TestReconcileFindsTheRuntime: --runtime-endpoint auto (the default)
+// lists the first of the runtimes' sockets that exists, and fails naming
+// them when none does; a named endpoint is used as given.
+func TestReconcileFindsTheRuntime(t *testing.T) {
+	dir := t.TempDir()
+	containerd, crio := filepath.Join(dir, "containerd.sock"), filepath.Join(dir, "crio.sock")
+	srv, err := fakecri.Start(crio)
+	require.NoError(t, err)
+	t.Cleanup(srv.Stop)
+	srv.Set("live")
+	tests := []struct {
+		name     string
+		sockets  []string
+		flags    []string
+		wantCode int
+		wantErr  string
+	}{
+		{name: "auto takes CRI-O's when containerd's is missing", sockets: []string{containerd, crio}},
+		{name: "auto with no socket fails, naming them", sockets: []string{containerd}, wantCode: 1, wantErr: "--runtime-endpoint auto: no runtime socket found (" + containerd},
+		{name: "a named endpoint wins", sockets: []string{containerd}, flags: []string{"--runtime-endpoint", crio}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.sockets = tt.sockets
+			f.saveCRI("live", true)
+			out, stderr, code := f.run(append([]string{"reconcile", "--cache-dir", f.cacheDir, "--dry-run", "--json"}, tt.flags...)...)
+			require.Equal(t, tt.wantCode, code, stderr)
+			if tt.wantErr != "" {
+				assert.Contains(t, stderr, tt.wantErr)
+				return
+			}
+			rep := decodeJSON[reconcile.Report](t, out)
+			assert.Equal(t, 1, rep.Sandboxes, "listed the fake runtime's sandbox")
+		})
+	}
+}

@@ -35,6 +35,9 @@ type env struct {
 	netDir string
 	// ownerUID is who must own the cache dir (root in production).
 	ownerUID int
+	// runtimeSockets are the CRI sockets --runtime-endpoint auto tries, in
+	// order (nil: reconcile.DefaultEndpoints, containerd's then CRI-O's).
+	runtimeSockets []string
 }
 
 // app is one invocation: the environment plus the global flags.
