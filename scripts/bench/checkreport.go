@@ -73,8 +73,8 @@ func chained(a, b []burst) []burst {
 	return out
 }
 
-// checkOwn is CHECK's own cost against a DEL with no record, in wall time
-// and in CPU, at p50, and whether it is at most that.
+// checkOwn is CHECK's own cost beside a DEL with no record, in wall time
+// and in CPU, at p50; met: at most that (the target, sequentially).
 type checkOwn struct {
 	ownWall, ownCPU, nrWall, nrCPU time.Duration
 }
@@ -130,10 +130,16 @@ func (r *results) reportCheck(w *reportWriter) bool {
 	w.println("CHECK's own: the catena CHECK less the plain CHECK of the same iteration (the same three delegate CHECKs run in both)")
 	w.printf("target: CHECK's own cost <= a DEL with no record, p50: wall %s <= %s, CPU %s <= %s: %s\n",
 		ms(v.ownWall), ms(v.nrWall), ms(v.ownCPU), ms(v.nrCPU), verdict(v.met()))
-	return r.reportCheckBursts(w) && v.met()
+	r.reportCheckBursts(w)
+	return v.met()
 }
 
-func (r *results) reportCheckBursts(w *reportWriter) bool {
+// reportCheckBursts prints the bursts. CHECK's own cost in a burst is set
+// beside a burst of DELs with no record for information only, not as the
+// target: the DELs' burst runs no delegate, so it does not contend for the
+// CPU as a burst of the chain does, and the same call costs more CPU in
+// the chain's burst.
+func (r *results) reportCheckBursts(w *reportWriter) {
 	c := r.check
 	w.printf("\n(g) %d ADDs at once, then %d CHECKs, cnitool, %d rounds per variant; bursts of %d DELs with no record (wall: median round; node CPU: median round's busy time, all cores; CPU/call: p50 of the calls')\n",
 		c.conc, c.conc, len(c.burstCheck["catena"]), c.conc)
@@ -163,8 +169,8 @@ func (r *results) reportCheckBursts(w *reportWriter) bool {
 			ratio(median(busies(cat)), median(busies(pl))), ratio(median(cpusOf(pooled(cat))), median(cpusOf(pooled(pl)))))
 	}
 	v := c.burstOwn()
-	w.println("CHECK's own: wall, the catena CHECK burst less the plain one of the same round; CPU/call, the p50s' difference")
-	w.printf("target: CHECK's own cost <= a DEL with no record: burst wall %s <= %s, CPU/call %s <= %s: %s\n",
-		ms(v.ownWall), ms(v.nrWall), ms(v.ownCPU), ms(v.nrCPU), verdict(v.met()))
-	return v.met()
+	w.printf("CHECK's own: burst wall %s (the catena CHECK burst less the plain one of the same round), CPU/call %s (the p50s' difference);\n",
+		ms(v.ownWall), ms(v.ownCPU))
+	w.printf("a burst of DELs with no record: wall %s, CPU/call %s (for information: that burst runs no delegate, so it contends less for the CPU)\n",
+		ms(v.nrWall), ms(v.nrCPU))
 }
