@@ -62,7 +62,16 @@ func envelopeBytes(out []byte, schema int, field, sum string, body []byte) []byt
 // Decode parses and verifies an envelope written by Encode. It never panics.
 // Any defect yields an error wrapping ErrCorrupt; a record from a newer
 // schema yields an error wrapping both ErrCorrupt and ErrFutureSchema.
+// A line in the canonical form takes a shortcut (envelope.go).
 func Decode(data []byte) (*Record, error) {
+	if rec, ok := decodeCanonical(data); ok {
+		return rec, nil
+	}
+	return decodeGeneral(data)
+}
+
+// decodeGeneral is Decode by encoding/json alone.
+func decodeGeneral(data []byte) (*Record, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, corruptf("empty record file")
 	}

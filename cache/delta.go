@@ -75,8 +75,17 @@ func encodeDelta(rec *Record, raw [][]byte, sums, prev [][sha256.Size]byte) ([]b
 }
 
 // parseDelta verifies a delta entry's envelope and checksum and returns its
-// body; it does not apply it.
+// body; it does not apply it. A line in the canonical form takes a
+// shortcut (envelope.go).
 func parseDelta(data []byte) (*deltaRecord, error) {
+	if d, ok := parseDeltaCanonical(data); ok {
+		return d, nil
+	}
+	return parseDeltaGeneral(data)
+}
+
+// parseDeltaGeneral is parseDelta by encoding/json alone.
+func parseDeltaGeneral(data []byte) (*deltaRecord, error) {
 	var env deltaEnvelope
 	if err := json.Unmarshal(data, &env); err != nil {
 		return nil, corruptf("bad delta envelope: %v", err)

@@ -72,7 +72,7 @@ func unpadTorn(data []byte) ([]byte, bool, error) {
 	if end < 0 {
 		return data, false, nil
 	}
-	i := bytes.IndexFunc(data[end:], func(r rune) bool { return r != 0 })
+	i := indexNonZero(data[end:])
 	if i < 0 {
 		return data[:end], false, nil
 	}
@@ -80,6 +80,16 @@ func unpadTorn(data []byte) ([]byte, bool, error) {
 		return nil, false, corruptf("byte %d: data after the zero padding that starts at byte %d", end+i, end)
 	}
 	return data[:end], true, nil
+}
+
+// indexNonZero is the index of the first byte of b that is not zero, or -1.
+func indexNonZero(b []byte) int {
+	for i, c := range b {
+		if c != 0 {
+			return i
+		}
+	}
+	return -1
 }
 
 // tornSector is the unit a disk persists atomically (4 KiB sectors are

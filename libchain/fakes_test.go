@@ -1,6 +1,7 @@
 package libchain
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -30,6 +31,7 @@ type call struct {
 	Verb, Type, NetNS string
 	ContainerID       string
 	Config            map[string]any
+	Stdin             []byte // Config as the delegate got it
 }
 
 func (c call) prevResult() map[string]any {
@@ -64,7 +66,7 @@ func (f *fakeExec) record(c Call) (call, behaviour, error) {
 	if err := json.Unmarshal(c.Config, &conf); err != nil {
 		return call{}, behaviour{}, fmt.Errorf("fake: bad stdin: %w", err)
 	}
-	cl := call{Verb: c.Verb, Type: c.Type, NetNS: c.Args.NetNS, ContainerID: c.Args.ContainerID, Config: conf}
+	cl := call{Verb: c.Verb, Type: c.Type, NetNS: c.Args.NetNS, ContainerID: c.Args.ContainerID, Config: conf, Stdin: bytes.Clone(c.Config)}
 	f.calls = append(f.calls, cl)
 	return cl, f.by[c.Type], nil
 }

@@ -38,12 +38,13 @@ func (e *Engine) check(ctx context.Context, req Request) error {
 	case rec.Phase != cache.PhaseComplete:
 		return cniError(types.ErrUnknownContainer, "CHECK %s: the attachment is not complete (phase %s)", key, rec.Phase)
 	}
+	prev := newPrevResults(rec.Result)
 	for i := range rec.Steps {
 		s := &rec.Steps[i]
 		if !atLeast(s.CNIVersion, "0.4.0") {
 			continue // CHECK does not exist before 0.4.0
 		}
-		stdin, err := withPrevResult(s.Config, s.CNIVersion, rec.Result)
+		stdin, err := prev.stdin(s.Config, s.CNIVersion)
 		if err == nil {
 			dctx, cancel := context.WithTimeout(ctx, req.Conf.DelegateTimeout)
 			start := e.now()

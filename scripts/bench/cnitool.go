@@ -26,12 +26,30 @@ type call struct {
 }
 
 // invoke runs `cnitool verb <network> <netns>` and returns how long it took.
+func (b *bench) invoke(c call) (time.Duration, error) {
+	s, err := b.invokeCPU(c)
+	return s.wall, err
+}
+
+// sample is one timed call: its wall time, and the CPU time of the whole
+// call, wait4's utime+stime of the process and of every descendant it
+// reaped (cnitool's include catena's and the delegates').
+type sample struct {
+	wall, cpu time.Duration
+}
+
+// cpuOf is the utime+stime of an exited process and its reaped descendants.
+func cpuOf(ps *os.ProcessState) time.Duration {
+	return ps.UserTime() + ps.SystemTime()
+}
+
+// invokeCPU runs `cnitool verb <network> <netns>` and returns its sample.
 //
 // An interrupt of the bench does not kill a cnitool in flight: it runs in its
 // own process group (so a terminal's ^C does not reach it either) and only a
 // hang past cmdTimeout kills it. The bench stops between steps instead, and
 // cleans up.
-func (b *bench) invoke(c call) (time.Duration, error) {
+func (b *bench) invokeCPU(c call) (sample, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, b.cnitoolPath, c.verb, c.v.network, c.netns)
@@ -52,9 +70,9 @@ func (b *bench) invoke(c call) (time.Duration, error) {
 	err := cmd.Run()
 	elapsed := time.Since(start)
 	if err != nil {
-		return 0, fmt.Errorf("cnitool %s %s %s: %w: %s", c.verb, c.v.network, c.netns, err, strings.TrimSpace(out.String()))
+		return sample{}, fmt.Errorf("cnitool %s %s %s: %w: %s", c.verb, c.v.network, c.netns, err, strings.TrimSpace(out.String()))
 	}
-	return elapsed, nil
+	return sample{wall: elapsed, cpu: cpuOf(cmd.ProcessState)}, nil
 }
 
 func ipCmd(args ...string) error {

@@ -13,6 +13,9 @@ import (
 type burst struct {
 	wall time.Duration
 	each []time.Duration
+	// cpu is each call's CPU time, its process's and its reaped
+	// descendants' (sample), in the order of each.
+	cpu []time.Duration
 	// busy is the CPU time the whole node spent during the burst, all
 	// cores (nodeBusy): what the burst cost, whoever paid it.
 	busy time.Duration
@@ -105,20 +108,28 @@ func (b *bench) burstAddDel(v *variant, round int) (add, del burst, err error) {
 
 // burst starts every call at once and waits for all of them.
 func (b *bench) burst(calls []call) (burst, error) {
-	out := burst{each: make([]time.Duration, len(calls))}
+	return burstOf(len(calls), func(i int) (sample, error) { return b.invokeCPU(calls[i]) })
+}
+
+// burstOf starts n calls of run at once, run(0) to run(n-1), and waits for
+// all of them.
+func burstOf(n int, run func(i int) (sample, error)) (burst, error) {
+	out := burst{each: make([]time.Duration, n), cpu: make([]time.Duration, n)}
 	busy0, err := nodeBusy() // before any call is started, so none waits on an error
 	if err != nil {
 		return out, err
 	}
-	errs := make([]error, len(calls))
+	errs := make([]error, n)
 	start := make(chan struct{})
 	var wg sync.WaitGroup
-	for i, c := range calls {
+	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			<-start
-			out.each[i], errs[i] = b.invoke(c)
+			var s sample
+			s, errs[i] = run(i)
+			out.each[i], out.cpu[i] = s.wall, s.cpu
 		}()
 	}
 	t0 := time.Now()

@@ -444,7 +444,8 @@ func (r *results) reportCPU(w *reportWriter) bool {
 	tw := table(w)
 	_, _ = fmt.Fprintln(tw, "call\tdelegate calls\ttask-clock\trusage\tcatena's share\tshare/minimal\tpeak RSS p50\tpeak RSS max\t")
 	ok := true
-	for _, row := range c.rows() {
+	rows := c.rows()
+	for _, row := range rows {
 		share, rat := "", ""
 		if row.catena {
 			share, rat = fmt.Sprintf("%.2fms", row.share), fmt.Sprintf("%.2fx", row.ratio)
@@ -461,7 +462,32 @@ func (r *results) reportCPU(w *reportWriter) bool {
 	w.printf("share/minimal: over the minimal static Go binary. Target <= %.1fx for every catena call: %s\n", cpuTarget, verdict(ok))
 	w.printf("rusage: wait4 utime+stime of the call run without perf; peak RSS: its VmHWM at exit, the process alone; catena binary %.1f MB\n",
 		float64(c.binSize)/1e6)
+	for _, label := range []string{"catena", "alt"} {
+		check, nr, found := checkAgainstNoRecord(rows, label)
+		if !found {
+			continue
+		}
+		met := check <= nr
+		ok = ok && met
+		w.printf("%s CHECK's share %.2fms against a DEL with no record %.2fms (%.2fx); target CHECK <= DEL with no record: %s\n",
+			label, check, nr, check/nr, verdict(met))
+	}
 	return ok
+}
+
+// checkAgainstNoRecord returns the shares (ms) of label's CHECK and of its
+// DEL with no record, if both were measured.
+func checkAgainstNoRecord(rows []cpuRow, label string) (check, noRecord float64, found bool) {
+	var gotCheck, gotNR bool
+	for _, row := range rows {
+		switch row.name {
+		case label + " CHECK":
+			check, gotCheck = row.share, true
+		case label + " DEL no record":
+			noRecord, gotNR = row.share, true
+		}
+	}
+	return check, noRecord, gotCheck && gotNR
 }
 
 func msf(d time.Duration) string {

@@ -79,3 +79,40 @@ func TestCPURows(t *testing.T) {
 		assert.Equal(t, int64(2048), rows[4].rssM)
 	}
 }
+
+// TestCheckAgainstNoRecord: the cpu table's CHECK share is set beside the
+// DEL with no record of the same binary, and the verdict follows.
+func TestCheckAgainstNoRecord(t *testing.T) {
+	rows := []cpuRow{
+		{name: "minimal"},
+		{name: "catena CHECK", share: 3.7, catena: true},
+		{name: "catena DEL no record", share: 2.7, catena: true},
+		{name: "alt CHECK", share: 2.5, catena: true},
+		{name: "alt DEL no record", share: 2.6, catena: true},
+		{name: "lone CHECK", share: 1, catena: true},
+	}
+	tests := []struct {
+		label         string
+		wantCheck     float64
+		wantNoRecord  float64
+		wantFound     bool
+		wantVerdictOK bool
+	}{
+		{label: "catena", wantCheck: 3.7, wantNoRecord: 2.7, wantFound: true},
+		{label: "alt", wantCheck: 2.5, wantNoRecord: 2.6, wantFound: true, wantVerdictOK: true},
+		{label: "lone"},
+		{label: "absent"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.label, func(t *testing.T) {
+			check, nr, found := checkAgainstNoRecord(rows, tc.label)
+			require.Equal(t, tc.wantFound, found)
+			if !found {
+				return
+			}
+			assert.InDelta(t, tc.wantCheck, check, 1e-9)
+			assert.InDelta(t, tc.wantNoRecord, nr, 1e-9)
+			assert.Equal(t, tc.wantVerdictOK, check <= nr)
+		})
+	}
+}

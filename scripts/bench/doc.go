@@ -19,7 +19,13 @@
 //	    teardowns on its network (pending.go), beside the plain ADD
 //	(f) cpu: catena's own CPU per call (task-clock of the whole call with
 //	    its children) over three no-op delegates, beside a minimal Go
-//	    binary and the no-op alone, for every verb (cpu.go); no cnitool
+//	    binary and the no-op alone, for every verb, and CHECK's share beside
+//	    that of a DEL with no record (cpu.go); no cnitool
+//	(g) check: ADD then CHECK, as CRI-O starts a pod, catena against plain,
+//	    sequential (-check-n) and in bursts (-conc, -conc-rounds); wall and
+//	    CPU (utime+stime of the call and its children), p50, p99, ratios;
+//	    and CHECK's own cost (catena's CHECK less plain's) against a catena
+//	    DEL with no record, which runs no delegate (check.go)
 //
 // It prints the tables, and writes a latency CDF plot (-plot, and with
 // -docs docs/bench.png for docs/performance.md). Every netns is created and deleted
@@ -36,7 +42,7 @@
 //	main.go        main: the options, the phases in turn, the report and the plot
 //	options.go     the flags and their defaults
 //	env.go         the bench's temp dir, the two variants' conflists, the netns, the cleanup
-//	cnitool.go     one cnitool call, timed
+//	cnitool.go     one cnitool call, timed, with its CPU
 //	sequential.go  phase (a) seq
 //	concurrent.go  phase (b) conc
 //	scale.go       phase (c) scale
@@ -44,6 +50,8 @@
 //	floor.go       phase (d): the delegates' own times, from catena's event journal
 //	pending.go     phase (e) pending
 //	cpu.go         phase (f) cpu
+//	check.go       phase (g) check
+//	checkreport.go phase (g)'s figures and tables
 //	procstat.go    the machine's busy CPU time, from /proc/stat
 //	stats.go       summaries of latencies: percentiles, ratios
 //	report.go      the tables and whether every target was met

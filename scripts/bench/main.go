@@ -97,6 +97,11 @@ func (b *bench) measure(ctx context.Context) (*results, error) {
 			return nil, err
 		}
 	}
+	if b.opts.runs("check") {
+		if r.check, err = b.checkPhase(ctx); err != nil {
+			return nil, err
+		}
+	}
 	return r, nil
 }
 
@@ -106,7 +111,7 @@ func preflight(o options) error {
 	}
 	var need []string
 	plugins := []string{"catena"}
-	if o.runs("seq") || o.runs("conc") || o.runs("scale") || o.runs("pending") {
+	if o.runs("seq") || o.runs("conc") || o.runs("scale") || o.runs("pending") || o.runs("check") {
 		need = append(need, filepath.Join(o.binDir, "cnitool"))
 		plugins = append(plugins, "bridge", "host-local", "portmap", "tuning")
 	}

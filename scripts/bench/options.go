@@ -28,6 +28,7 @@ type options struct {
 	cpuN       int      // measured rounds of the cpu phase
 	cpuWarmup  int      // unmeasured rounds of the cpu phase
 	cpuAlt     string   // a second catena binary measured beside the first
+	checkN     int      // sequential iterations of the check phase
 	phases     []string // which phases run
 	plot       string   // PNG path
 	docs       bool     // also copy the plot to docs/bench.png
@@ -36,13 +37,13 @@ type options struct {
 	strict     bool
 }
 
-var allPhases = []string{"seq", "conc", "scale", "pending", "cpu"}
+var allPhases = []string{"seq", "conc", "scale", "pending", "cpu", "check"}
 
 func parseFlags(args []string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.IntVar(&o.n, "n", 30, "(a) measured sequential iterations (each: catena ADD+DEL, plain ADD+DEL)")
-	fs.IntVar(&o.warmup, "warmup", 2, "(a) unmeasured warm-up iterations")
+	fs.IntVar(&o.warmup, "warmup", 2, "(a) and (g) unmeasured warm-up iterations")
 	fs.IntVar(&o.conc, "conc", 50, "(b) ADDs launched at once, then as many DELs")
 	fs.IntVar(&o.concRounds, "conc-rounds", 3, "(b) bursts per variant, alternating")
 	scale := fs.String("scale", "0,1000,10000", "(c) existing records in cacheDir, comma-separated, ascending")
@@ -53,7 +54,8 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.cpuN, "cpu-n", 30, "(f) measured rounds of every kind of call, each under perf stat and without")
 	fs.IntVar(&o.cpuWarmup, "cpu-warmup", 2, "(f) unmeasured rounds")
 	fs.StringVar(&o.cpuAlt, "cpu-alt", "", "(f) another catena binary, measured beside <cni-path>/catena in the same rounds (\"alt\")")
-	phases := fs.String("phases", strings.Join(allPhases, ","), "phases to run: seq, conc, scale, pending, cpu")
+	fs.IntVar(&o.checkN, "check-n", 60, "(g) measured sequential iterations (each: catena ADD+CHECK+DEL, plain ADD+CHECK+DEL, catena DEL with no record); its bursts are -conc and -conc-rounds")
+	phases := fs.String("phases", strings.Join(allPhases, ","), "phases to run: "+strings.Join(allPhases, ", "))
 	fs.StringVar(&o.plot, "plot", "bin/bench.png", "where to write the latency CDF plot (PNG)")
 	fs.BoolVar(&o.docs, "docs", false, "also copy the plot to docs/bench.png, for docs/performance.md")
 	fs.StringVar(&o.binDir, "bin", envOr("CATENA_BIN", "bin"), "directory holding cnitool")
@@ -75,8 +77,8 @@ func parseFlags(args []string) (options, error) {
 			return o, fmt.Errorf("-phases: unknown phase %q (want %s)", p, strings.Join(allPhases, ", "))
 		}
 	}
-	if o.n < 1 || o.conc < 1 || o.concRounds < 1 || o.scaleN < 1 || o.pendingN < 1 || o.cpuN < 1 || o.warmup < 0 || o.rssN < 0 || o.cpuWarmup < 1 {
-		return o, errors.New("-n, -conc, -conc-rounds, -scale-n, -pending-n, -cpu-n and -cpu-warmup must be at least 1; -warmup and -rss-n at least 0")
+	if o.n < 1 || o.conc < 1 || o.concRounds < 1 || o.scaleN < 1 || o.pendingN < 1 || o.cpuN < 1 || o.checkN < 1 || o.warmup < 0 || o.rssN < 0 || o.cpuWarmup < 1 {
+		return o, errors.New("-n, -conc, -conc-rounds, -scale-n, -pending-n, -cpu-n, -check-n and -cpu-warmup must be at least 1; -warmup and -rss-n at least 0")
 	}
 	if o.cniPath == "" {
 		o.cniPath = filepath.Join(o.binDir, "cni")

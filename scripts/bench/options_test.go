@@ -23,7 +23,17 @@ func TestParseFlags(t *testing.T) {
 			assert.Equal(t, "bin/bench.png", o.plot)
 			assert.False(t, o.docs)
 			assert.True(t, filepath.IsAbs(o.cniPath))
+			assert.Equal(t, 60, o.checkN)
+			assert.True(t, o.runs("check"), "make bench runs the check phase")
 		}},
+		{name: "check phase alone", args: []string{"-phases", "check", "-check-n", "7", "-conc", "5"},
+			check: func(t *testing.T, o options) {
+				assert.True(t, o.runs("check"))
+				assert.False(t, o.runs("seq"))
+				assert.Equal(t, 7, o.checkN)
+				assert.Equal(t, 5, o.conc)
+			}},
+		{name: "no check iterations", args: []string{"-check-n", "0"}, wantErr: "-check-n"},
 		{name: "quick run", args: []string{"-n", "5", "-conc", "10", "-conc-rounds", "1", "-scale", "0,1000", "-scale-n", "5", "-rss-n", "0", "-phases", "seq,scale", "-docs"},
 			check: func(t *testing.T, o options) {
 				assert.Equal(t, 5, o.n)

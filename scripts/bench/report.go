@@ -21,6 +21,7 @@ type results struct {
 	scale   []*scaleLevel
 	pending []*pendingLevel
 	cpu     *cpuResult
+	check   *checkResult
 	floors  []floor
 }
 
@@ -79,6 +80,9 @@ func (r *results) report(out io.Writer, conc int) (bool, error) {
 	}
 	if r.cpu != nil {
 		ok = r.reportCPU(w) && ok
+	}
+	if r.check != nil {
+		ok = r.reportCheck(w) && ok
 	}
 	if w.err != nil {
 		return ok, fmt.Errorf("writing the report: %w", w.err)
