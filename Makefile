@@ -144,7 +144,7 @@ test-integration: $(call deps,plugins build image)
 	awk '{ printf "  %8.1fs  %s %s\n", $$1, $$2, ($$3 == "PASS" ? "" : $$3) }'; \
 	if [ $$rc -ne 0 ]; then tail -n 150 $(BIN)/integration-test.log; fi; exit $$rc
 
-## test-k8s: TestKubernetesNode: a real single-node cluster, flannel's scenarios, a 5-minute chaos soak; log in bin/k8s-test.log (root; needs make plugins; about 25 min)
+## test-k8s: TestKubernetesNode: a real cluster, a CRI-O node's scenarios, flannel's, a 5-minute chaos soak; log in bin/k8s-test.log (root; needs make plugins; about 22 min)
 test-k8s: $(call deps,plugins build image)
 	@rc=0; $(GO) test -count=1 -timeout 60m -v -run $(K8S_TEST) ./integration >$(BIN)/k8s-test.log 2>&1 || rc=$$?; \
 	grep -E '^(K8S-SUMMARY|SOAK figure|SOAK invariant|--- |ok|FAIL)' $(BIN)/k8s-test.log || true; \

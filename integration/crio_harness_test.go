@@ -73,7 +73,7 @@ func requireCRIO(t *testing.T) {
 // AppArmor, hooks, metrics, NRI or tracing; local images only.
 var crioConfig = template.Must(template.New("crio").Parse(`[crio]
 root = "{{.Dir}}/root"
-runroot = "{{.Dir}}/run/storage"
+runroot = "{{.Dir}}/runroot"
 storage_driver = "overlay"
 log_dir = "{{.Dir}}/pods"
 version_file = "{{.Dir}}/run/version"
@@ -128,6 +128,24 @@ type crioSetup struct {
 	files map[string]string
 	// binDirs are CNI bin dirs searched before the test's CNI path.
 	binDirs []string
+	// binDirsOnly leaves the test's CNI path out of plugin_dirs: binDirs
+	// are the node's only CNI bin dirs.
+	binDirsOnly bool
+	// dir is CRI-O's dir (its socket path must stay short); a temp dir of
+	// the test's when empty.
+	dir string
+	// cgroupParent is the pods' cgroup parent (kubelet's cgroupRoot when
+	// kubelet drives CRI-O), removed at cleanup; /catena-it-<world> when
+	// empty.
+	cgroupParent string
+	// sharedNetns makes the dir of the pods' pinned network namespaces a
+	// shared mount before CRI-O starts: a container mounting it with
+	// HostToContainer propagation (rslave) needs a shared source, as a
+	// node's / is.
+	sharedNetns bool
+	// images are more OCI archives copied into CRI-O's storage, by image
+	// name.
+	images map[string]string
 }
 
 // startCRIO starts a private CRI-O with conflist in its network_dir (the
@@ -140,18 +158,28 @@ func startCRIO(t *testing.T, w *world, conflist string) *crioDaemon {
 	return startCRIOWith(t, w, conflist, crioSetup{})
 }
 
-// startCRIOWith is startCRIO with more network_dir files and CNI bin dirs.
+// startCRIOWith is startCRIO with more network_dir files, CNI bin dirs,
+// images and the other settings of setup.
 func startCRIOWith(t *testing.T, w *world, conflist string, setup crioSetup) *crioDaemon {
 	t.Helper()
 	requireCRIO(t)
-	dir := t.TempDir()
+	dir := setup.dir
+	if dir == "" {
+		dir = t.TempDir()
+	}
 	c := &crioDaemon{t: t, w: w, dir: dir, sock: filepath.Join(dir, "run", "crio.sock"),
 		confDir: filepath.Join(dir, "net.d"), logPath: filepath.Join(dir, "crio.log"),
-		config: filepath.Join(dir, "crio.conf"), cgroupParent: "/catena-it-" + w.id}
+		config: filepath.Join(dir, "crio.conf"), cgroupParent: setup.cgroupParent}
+	if c.cgroupParent == "" {
+		c.cgroupParent = "/catena-it-" + w.id
+	}
 	require.Less(t, len(c.sock), 100, "CRI-O's socket path must fit a unix socket address: %s", c.sock)
 	t.Cleanup(c.removeDir)
 	for _, d := range []string{c.confDir, filepath.Join(dir, "conf.d"), filepath.Join(dir, "run"), filepath.Join(dir, "lib")} {
 		require.NoError(t, os.MkdirAll(d, 0o755))
+	}
+	if setup.sharedNetns {
+		shareDir(t, c.netnsDir())
 	}
 	if conflist != "" {
 		c.setConflist(conflist)
@@ -159,8 +187,12 @@ func startCRIOWith(t *testing.T, w *world, conflist string, setup crioSetup) *cr
 	for name, data := range setup.files {
 		writeAtomic(t, filepath.Join(c.confDir, name), []byte(data))
 	}
-	dirs := make([]string, 0, len(setup.binDirs)+1)
-	for _, d := range append(setup.binDirs, cniPath) {
+	binDirs := setup.binDirs
+	if !setup.binDirsOnly {
+		binDirs = append(binDirs, cniPath)
+	}
+	dirs := make([]string, 0, len(binDirs))
+	for _, d := range binDirs {
 		dirs = append(dirs, strconv.Quote(d))
 	}
 	var cfg bytes.Buffer
@@ -169,7 +201,10 @@ func startCRIOWith(t *testing.T, w *world, conflist string, setup crioSetup) *cr
 	writeAtomic(t, c.config, cfg.Bytes())
 	writeAtomic(t, filepath.Join(dir, "policy.json"), []byte(`{"default":[{"type":"insecureAcceptAnything"}]}`))
 	c.buildRuncWrap()
-	c.loadPause()
+	c.loadImage(pauseImage, buildPauseImage(t, dir))
+	for name, archive := range setup.images {
+		c.loadImage(name, archive)
+	}
 
 	// The client is closed after stop (cleanups run last-in first-out):
 	// stop removes the sandboxes through it.
@@ -187,6 +222,21 @@ func startCRIOWith(t *testing.T, w *world, conflist string, setup crioSetup) *cr
 	return c
 }
 
+// netnsDir is where CRI-O's pinns pins the pods' network namespaces
+// (namespaces_dir/netns).
+func (c *crioDaemon) netnsDir() string { return filepath.Join(c.dir, "ns", "netns") }
+
+// shareDir makes dir a shared mount (a bind mount of itself): the agent
+// mounts the netns dir with HostToContainer propagation, which the runtime
+// refuses on a private mount, as / is here; on a node, / is shared. The
+// mount goes with the unmounts of the dir it is under, at cleanup.
+func shareDir(t *testing.T, dir string) {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(dir, 0o711))
+	require.NoError(t, syscall.Mount(dir, dir, "", syscall.MS_BIND, ""))
+	require.NoError(t, syscall.Mount("", dir, "", syscall.MS_SHARED, ""))
+}
+
 // buildRuncWrap builds testdata/runcwrap, CRI-O's runtime_path: runc with
 // the spec's oomScoreAdj raised to what this root may set.
 func (c *crioDaemon) buildRuncWrap() {
@@ -201,16 +251,16 @@ func (c *crioDaemon) buildRuncWrap() {
 	require.NoError(c.t, err, "building runcwrap: %s", out)
 }
 
-// loadPause builds the local pause image (cri_image_test.go) and copies it
-// into CRI-O's storage with CRI-O's own copyimg: no registry is reachable.
-func (c *crioDaemon) loadPause() {
+// loadImage copies the OCI archive into CRI-O's storage as image name with
+// CRI-O's own copyimg: no registry is reachable. The pause image is the
+// local one (cri_image_test.go).
+func (c *crioDaemon) loadImage(name, archive string) {
 	c.t.Helper()
-	archive := buildPauseImage(c.t, c.dir)
 	out, err := exec.Command(crioBin("copyimg"), "--root", filepath.Join(c.dir, "root"),
-		"--runroot", filepath.Join(c.dir, "run", "storage"), "--storage-driver", "overlay",
+		"--runroot", filepath.Join(c.dir, "runroot"), "--storage-driver", "overlay",
 		"--signature-policy", filepath.Join(c.dir, "policy.json"),
-		"--image-name", pauseImage, "--import-from", "oci-archive:"+archive).CombinedOutput()
-	require.NoError(c.t, err, "copyimg: %s", out)
+		"--image-name", name, "--import-from", "oci-archive:"+archive).CombinedOutput()
+	require.NoError(c.t, err, "copyimg %s: %s", archive, out)
 }
 
 // start runs crio in the background, its output appended to the log.

@@ -95,27 +95,47 @@ func catenaImageArchive(t *testing.T) string {
 // plugin of type typ in it (the primary's, or the one generated from it).
 func (c *k8sCluster) waitNetwork(t *testing.T, typ string) {
 	t.Helper()
-	c.waitNetworkHas(t, typ, true)
+	c.node.waitNetwork(t, typ)
 }
 
 // waitNetworkWithout waits until the loaded network has no plugin of type
 // typ.
 func (c *k8sCluster) waitNetworkWithout(t *testing.T, typ string) {
 	t.Helper()
-	c.waitNetworkHas(t, typ, false)
-}
-
-func (c *k8sCluster) waitNetworkHas(t *testing.T, typ string, want bool) {
-	t.Helper()
-	c.waitNetworkOf(t, c.node.net, typ, want)
+	c.node.waitNetworkWithout(t, typ)
 }
 
 // waitNetworkOf waits until containerd has loaded network net, with a
 // plugin of type typ in it or not (want).
 func (c *k8sCluster) waitNetworkOf(t *testing.T, net, typ string, want bool) {
 	t.Helper()
-	c.node.ctd.eventually(fmt.Sprintf("the CRI plugin loads network %s, %s in it: %t", net, typ, want), func() error {
-		info := c.node.ctd.cniStatus()
+	c.node.waitNetworkOf(t, net, typ, want)
+}
+
+// waitNetwork waits until the node's runtime has loaded its network with a
+// plugin of type typ in it (the primary's, or the one generated from it).
+func (n *k8sNode) waitNetwork(t *testing.T, typ string) {
+	t.Helper()
+	n.waitNetworkOf(t, n.net, typ, true)
+}
+
+// waitNetworkWithout waits until the node's runtime has loaded its network
+// with no plugin of type typ in it.
+func (n *k8sNode) waitNetworkWithout(t *testing.T, typ string) {
+	t.Helper()
+	n.waitNetworkOf(t, n.net, typ, false)
+}
+
+// waitNetworkOf waits until the node's runtime has loaded network net,
+// with a plugin of type typ in it or not (want).
+func (n *k8sNode) waitNetworkOf(t *testing.T, net, typ string, want bool) {
+	t.Helper()
+	if n.crio != nil {
+		n.crio.waitNetworkLoaded(t, net, typ, want)
+		return
+	}
+	n.ctd.eventually(fmt.Sprintf("the CRI plugin loads network %s, %s in it: %t", net, typ, want), func() error {
+		info := n.ctd.cniStatus()
 		if !strings.Contains(info, fmt.Sprintf("%q", net)) {
 			return fmt.Errorf("network %s not loaded", net)
 		}

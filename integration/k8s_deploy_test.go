@@ -19,6 +19,9 @@ import (
 // their mount paths, and the agent's flags.
 func (n *k8sNode) hostPathMap(t *testing.T) map[string]string {
 	t.Helper()
+	if n.crio != nil {
+		return n.crioHostPathMap(t)
+	}
 	return map[string]string{
 		"/etc/cni/net.d":  n.ctd.confDir,
 		"/opt/cni/bin":    n.cniBin,
@@ -52,8 +55,11 @@ var containerPaths = []string{"/run/containerd", "/var/run/crio"}
 
 // nodeManifest decodes an embedded manifest (deploy/catena.yaml or
 // deploy/uninstall.yaml) and edits its DaemonSet for this node: host paths
-// remapped (volumes, mounts, flags of the form --flag=/path) and the image
-// tag set. It fails if a hostPath is left unmapped.
+// remapped (volumes, mounts, flags of the form --flag=/path), the image
+// tag set, and the pods pinned to this node (the cluster has a second node
+// while the CRI-O scenarios run, on the same host: one agent per host).
+// On the CRI-O node, the agent is also pointed at CRI-O's socket
+// (crioAgent). It fails if a hostPath is left unmapped.
 func (n *k8sNode) nodeManifest(t *testing.T, manifest []byte, tag string) []any {
 	t.Helper()
 	objs, err := deploy.Decode(manifest)
@@ -65,6 +71,7 @@ func (n *k8sNode) nodeManifest(t *testing.T, manifest []byte, tag string) []any 
 			continue
 		}
 		spec := &ds.Spec.Template.Spec
+		spec.NodeSelector = map[string]string{"kubernetes.io/hostname": n.name}
 		for i := range spec.Volumes {
 			if hp := spec.Volumes[i].HostPath; hp != nil {
 				mapped := remap(m, hp.Path)
@@ -88,6 +95,9 @@ func (n *k8sNode) nodeManifest(t *testing.T, manifest []byte, tag string) []any 
 			require.True(t, ok, "image %s has a tag", c.Image)
 			c.Image = repo + ":" + tag
 		}
+	}
+	if n.crio != nil {
+		n.crioAgent(t, objs)
 	}
 	return objs
 }

@@ -27,7 +27,13 @@ import (
 // (127.0.0.1, on the host network), as a node without kube-proxy would.
 func (c *k8sCluster) agentManifest(t *testing.T, manifest []byte, tag string) []any {
 	t.Helper()
-	objs := c.node.nodeManifest(t, manifest, tag)
+	return c.agentManifestOn(t, c.node, manifest, tag)
+}
+
+// agentManifestOn is agentManifest for node n.
+func (c *k8sCluster) agentManifestOn(t *testing.T, n *k8sNode, manifest []byte, tag string) []any {
+	t.Helper()
+	objs := n.nodeManifest(t, manifest, tag)
 	for _, o := range objs {
 		ds, ok := o.(*appsv1.DaemonSet)
 		if !ok {
@@ -44,8 +50,8 @@ func (c *k8sCluster) agentManifest(t *testing.T, manifest []byte, tag string) []
 }
 
 // podEvents lists the agent's events of one reason on the pods of a
-// Deployment (named <deployment>-...) in default.
-func (c *k8sCluster) podEvents(deployment, reason string) ([]corev1.Event, error) {
+// Deployment (named <deployment>-...) in default, from the agent of node.
+func (c *k8sCluster) podEvents(node, deployment, reason string) ([]corev1.Event, error) {
 	var list corev1.EventList
 	if err := c.getJSON(&list, "events", "-n", "default", "--field-selector", "reason="+reason); err != nil {
 		return nil, err
@@ -53,7 +59,7 @@ func (c *k8sCluster) podEvents(deployment, reason string) ([]corev1.Event, error
 	var out []corev1.Event
 	for _, e := range list.Items {
 		if e.InvolvedObject.Kind == "Pod" && strings.HasPrefix(e.InvolvedObject.Name, deployment+"-") &&
-			e.Source.Component == kevents.Component && e.Source.Host == c.node.name {
+			e.Source.Component == kevents.Component && e.Source.Host == node {
 			out = append(out, e)
 		}
 	}
@@ -64,10 +70,16 @@ func (c *k8sCluster) podEvents(deployment, reason string) ([]corev1.Event, error
 // of deployment, and returns the events.
 func (c *k8sCluster) waitPodEvent(t *testing.T, deployment, reason string, timeout time.Duration) []corev1.Event {
 	t.Helper()
+	return c.waitPodEventOn(t, c.node.name, deployment, reason, timeout)
+}
+
+// waitPodEventOn is waitPodEvent for the agent of node.
+func (c *k8sCluster) waitPodEventOn(t *testing.T, node, deployment, reason string, timeout time.Duration) []corev1.Event {
+	t.Helper()
 	var evs []corev1.Event
 	waitFor(t, fmt.Sprintf("a %s event on a pod of %s", reason, deployment), timeout, time.Second, func() error {
 		var err error
-		if evs, err = c.podEvents(deployment, reason); err != nil {
+		if evs, err = c.podEvents(node, deployment, reason); err != nil {
 			return err
 		}
 		if len(evs) == 0 {

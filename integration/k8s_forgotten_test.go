@@ -101,7 +101,8 @@ func (r *k8sRun) forgottenTeardown(t *testing.T) {
 
 	require.NoError(t, os.Remove(r.fault))
 	lifted := time.Now()
-	// the record's backoff (1 s doubling per failed attempt) and a 30 s pass
+	// the record's backoff (1 s doubling per failed attempt) and a pass
+	// (every 10 s since the reconciler scenario, 30 s by the manifest)
 	healed := waitFor(t, "the agent released every IP and record", 6*time.Minute, 250*time.Millisecond, func() error {
 		if s := r.n.state(t); len(s.IPs)+len(s.Records)+s.Veths > 0 {
 			return fmt.Errorf("still %s", s)

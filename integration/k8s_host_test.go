@@ -140,16 +140,23 @@ func (g *hostGuard) snapshot() hostState {
 // of cgroupfs, with cpuset's cpus and mems from the parent.
 func (g *hostGuard) makeCgroupRoot() {
 	g.t.Helper()
-	for _, h := range cgroupHierarchies(g.t) {
-		dir := filepath.Join(h, g.cgroupRoot)
-		require.NoError(g.t, os.Mkdir(dir, 0o755))
+	makeCgroupRoot(g.t, g.cgroupRoot)
+}
+
+// makeCgroupRoot creates the top-level cgroup name in every hierarchy, with
+// cpuset's cpus and mems from the parent; whoever calls it removes it.
+func makeCgroupRoot(t *testing.T, name string) {
+	t.Helper()
+	for _, h := range cgroupHierarchies(t) {
+		dir := filepath.Join(h, name)
+		require.NoError(t, os.Mkdir(dir, 0o755))
 		if filepath.Base(h) != "cpuset" {
 			continue
 		}
 		for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
 			v, err := os.ReadFile(filepath.Join(h, f))
-			require.NoError(g.t, err)
-			require.NoError(g.t, writeKernelFile(filepath.Join(dir, f), strings.TrimSpace(string(v))))
+			require.NoError(t, err)
+			require.NoError(t, writeKernelFile(filepath.Join(dir, f), strings.TrimSpace(string(v))))
 		}
 	}
 }

@@ -63,8 +63,13 @@ func (c *k8sCluster) apply(t *testing.T, objs []any) {
 
 // nodeReady is nil once the node's Ready condition is True.
 func (c *k8sCluster) nodeReady(t *testing.T) error {
+	return c.nodeReadyNamed(c.node.name)
+}
+
+// nodeReadyNamed is nil once node name's Ready condition is True.
+func (c *k8sCluster) nodeReadyNamed(name string) error {
 	var node corev1.Node
-	if err := c.getJSON(&node, "node", c.node.name); err != nil {
+	if err := c.getJSON(&node, "node", name); err != nil {
 		return err
 	}
 	for _, cond := range node.Status.Conditions {
@@ -72,10 +77,10 @@ func (c *k8sCluster) nodeReady(t *testing.T) error {
 			if cond.Status == corev1.ConditionTrue {
 				return nil
 			}
-			return fmt.Errorf("node %s: Ready=%s: %s", c.node.name, cond.Status, cond.Message)
+			return fmt.Errorf("node %s: Ready=%s: %s", name, cond.Status, cond.Message)
 		}
 	}
-	return fmt.Errorf("node %s has no Ready condition yet", c.node.name)
+	return fmt.Errorf("node %s has no Ready condition yet", name)
 }
 
 // pods lists the pods of namespace ns matching selector.

@@ -13,21 +13,24 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// k8sNode is the cluster's one node: containerd 2.4 with private dirs and
-// its metrics endpoint on 127.0.0.1, a private CNI bin dir (the reference
-// plugins, flannel and failer), the conf dir containerd watches, and a
-// kubelet registered as a node, its server on 127.0.0.1 only (for its
-// /metrics).
+// k8sNode is a node of the cluster: its runtime with private dirs
+// (containerd 2.4, its metrics endpoint on 127.0.0.1, on the cluster's
+// node; CRI-O on the CRI-O node of k8s_crio_node_test.go), a private CNI
+// bin dir (the reference plugins, flannel and failer), the conf dir the
+// runtime watches, and a kubelet registered as a node, its server on
+// 127.0.0.1 only (for its /metrics).
 type k8sNode struct {
 	name       string
 	dir        string
 	cgroupRoot string
-	w          *world // the primary's bridge, subnet and host-local dir
-	net        string // the primary's network name
-	fw         *world // flannel's bridge and subnet (k8s_flannel_test.go)
-	ctd        *containerd
+	w          *world      // the primary's bridge, subnet and host-local dir
+	net        string      // the primary's network name
+	fw         *world      // flannel's bridge and subnet (k8s_flannel_test.go)
+	ctd        *containerd // the runtime: containerd, or
+	crio       *crioDaemon // CRI-O
 	cniBin     string
 	cniState   string // remaps /var/lib/cni; results/ is the host's libcni cache, bind-mounted
 	kubelet    *daemon
@@ -60,7 +63,9 @@ func (n *k8sNode) makeCNIDirs(t *testing.T) {
 	// host-local's dataDir where a node has it, in /var/lib/cni: the
 	// agent's reclaims release IPs there
 	n.w.ipamDir = filepath.Join(n.cniState, "networks")
-	n.fw.ipamDir = n.w.ipamDir
+	if n.fw != nil {
+		n.fw.ipamDir = n.w.ipamDir
+	}
 	results := filepath.Join(n.cniState, "results")
 	require.NoError(t, os.MkdirAll(results, 0o700))
 	require.NoError(t, os.MkdirAll(libcniResults, 0o700))
@@ -80,13 +85,46 @@ func copyExecutable(t *testing.T, src, dst string) {
 func (n *k8sNode) primary(extra ...string) string {
 	plugins := append([]string{n.w.bridgeDelegate()}, extra...)
 	plugins = append(plugins, portmapDelegate, `{"type":"tuning"}`)
-	return fmt.Sprintf(`{"cniVersion":%q,"name":%q,"plugins":[%s]}`, n.ctd.version.cniVersion(), n.net, strings.Join(plugins, ","))
+	return fmt.Sprintf(`{"cniVersion":%q,"name":%q,"plugins":[%s]}`, n.cniVersion(), n.net, strings.Join(plugins, ","))
+}
+
+// cniVersion is the newest CNI version the node's runtime speaks (CRI-O
+// 1.34's libcni 1.3 speaks 1.1.0).
+func (n *k8sNode) cniVersion() string {
+	if n.crio != nil {
+		return "1.1.0"
+	}
+	return n.ctd.version.cniVersion()
+}
+
+// confDir is the CNI conf dir the node's runtime watches.
+func (n *k8sNode) confDir() string {
+	if n.crio != nil {
+		return n.crio.confDir
+	}
+	return n.ctd.confDir
+}
+
+// runtime is the CRI runtime service of the node's runtime.
+func (n *k8sNode) runtime() cri.RuntimeServiceClient {
+	if n.crio != nil {
+		return n.crio.rt
+	}
+	return n.ctd.rt
+}
+
+// endpoint is the node's runtime's CRI socket as kubelet names it.
+func (n *k8sNode) endpoint() string {
+	if n.crio != nil {
+		return "unix://" + n.crio.sock
+	}
+	return "unix://" + n.ctd.sock
 }
 
 // writePrimary atomically (re)writes the primary's file.
 func (n *k8sNode) writePrimary(t *testing.T, conf string) {
 	t.Helper()
-	writeAtomic(t, filepath.Join(n.ctd.confDir, primaryName), []byte(conf))
+	writeAtomic(t, filepath.Join(n.confDir(), primaryName), []byte(conf))
 }
 
 // kubeletConfig is the KubeletConfiguration: everything private, cgroupfs
@@ -102,7 +140,7 @@ func (n *k8sNode) kubeletConfig() map[string]any {
 		"staticPodPath":               filepath.Join(n.dir, "manifests"),
 		"fileCheckFrequency":          "2s",
 		"syncFrequency":               "5s",
-		"containerRuntimeEndpoint":    "unix://" + n.ctd.sock,
+		"containerRuntimeEndpoint":    n.endpoint(),
 		"cgroupDriver":                "cgroupfs",
 		"cgroupRoot":                  "/" + n.cgroupRoot,
 		"failCgroupV1":                false,
@@ -171,21 +209,19 @@ func (n *k8sNode) importImage(t *testing.T, archive string) {
 	require.NoError(t, err, "importing %s: %s", archive, out)
 }
 
-// netnsDir is where containerd mounts the pods' netns
-// (netns_mounts_under_state_dir).
+// netnsDir is where the runtime mounts the pods' netns: containerd's
+// (netns_mounts_under_state_dir), or where CRI-O's pinns pins them.
 func (n *k8sNode) netnsDir() string {
+	if n.crio != nil {
+		return n.crio.netnsDir()
+	}
 	return filepath.Join(n.ctd.dir, "state", "io.containerd.grpc.v1.cri", "netns")
 }
 
-// shareNetnsDir makes the netns dir a shared mount (a bind mount of itself):
-// the agent mounts it with HostToContainer propagation, which the runtime
-// refuses on a private mount, as / is here; on a node, / is shared.
+// shareNetnsDir makes the netns dir a shared mount (shareDir).
 func (n *k8sNode) shareNetnsDir(t *testing.T) {
 	t.Helper()
-	dir := n.netnsDir()
-	require.NoError(t, os.MkdirAll(dir, 0o711))
-	require.NoError(t, syscall.Mount(dir, dir, "", syscall.MS_BIND, ""))
-	require.NoError(t, syscall.Mount("", dir, "", syscall.MS_SHARED, ""))
+	shareDir(t, n.netnsDir())
 }
 
 // podLogs is the tail of every container log of the pods of namespace ns

@@ -164,3 +164,16 @@ func clusterPKI(t *testing.T, dir, node string, port int, advertise net.IP) (*k8
 	}
 	return p, configs
 }
+
+// nodeKubeconfig issues the kubelet client certificate of another node
+// (CN system:node:<node>, O system:nodes: NodeRestriction lets a kubelet
+// change its own Node only) and returns its kubeconfig.
+func (cp *controlPlane) nodeKubeconfig(t *testing.T, node string) string {
+	t.Helper()
+	p := *cp.pki
+	p.t = t
+	name := "kubelet-" + node
+	p.issue(name, pkix.Name{CommonName: "system:node:" + node, Organization: []string{"system:nodes"}}, nil, nil)
+	cp.pki.serial = p.serial
+	return p.kubeconfig(name, cp.server())
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/catena-cni/catena/deploy"
@@ -51,14 +52,17 @@ type seedFigures struct {
 	retries, heldIPs, records int
 }
 
-// TestKubernetesNode runs Catena on a real single-node cluster: kubectl
-// apply of deploy/catena.yaml (host paths remapped to private dirs, image
-// tag set, nothing else), pods through Catena under kubelet, the seed
-// failure under kubelet's retries, a kubelet restart, an upgrade of the
-// DaemonSet, the reconciler after a wiped containerd, a forgotten
-// teardown healed with no runtime, the agent's metrics and the uninstall;
-// then the node switched to flannel's own plugin, Catena installed over it
-// again (its ConfigMap's reconcile interval and grace shortened), and
+// TestKubernetesNode runs Catena on a real cluster: kubectl apply of
+// deploy/catena.yaml (host paths remapped to private dirs, image tag set,
+// the DaemonSet pinned to its node, nothing else), pods through Catena
+// under kubelet, the seed failure under kubelet's retries, a kubelet
+// restart, an upgrade of the DaemonSet, the reconciler after a wiped
+// containerd, a forgotten teardown healed with no runtime, the agent's
+// metrics and the uninstall; then a second node on the same control plane,
+// kubelet driving CRI-O (k8s_crio_test.go), with its plain primary, Catena
+// installed and uninstalled there, the node removed after; then the
+// containerd node switched to flannel's own plugin, Catena installed over
+// it again (its ConfigMap's reconcile interval and grace shortened), and
 // flannel's seed failure, a crash, the reconciler, a missing subnet.env
 // and the API server stopped for a minute during pod churn
 // (k8s_outage_test.go); the node-density benchmark at its smallest, a
@@ -91,6 +95,7 @@ func TestKubernetesNode(t *testing.T) {
 		{"metrics", r.metrics},
 		{"secure scrape", r.secureScrape},
 		{"uninstall", r.uninstall},
+		{"crio", r.crio},
 		{"flannel plain", r.flannelPlain},
 		{"flannel install", r.flannelInstall},
 		{"flannel seed failure", r.flannelSeedFailure},
@@ -117,7 +122,23 @@ const k8sScenariosEnv = "CATENA_K8S_SCENARIOS"
 
 func scenarioSelected(name string) bool {
 	v := os.Getenv(k8sScenariosEnv)
-	return v == "" || slices.Contains(strings.Split(v, ","), name)
+	if v == "" {
+		return true
+	}
+	names := strings.Split(v, ",")
+	return slices.Contains(names, name) ||
+		slices.ContainsFunc(scenarioGroups[name], func(s string) bool { return slices.Contains(names, s) })
+}
+
+// scenarioGroups are the scenarios run inside another, by its name: the
+// group runs when one of them is selected, and runs the selected ones; the
+// group's own name selects all of them.
+var scenarioGroups = map[string][]string{"crio": crioScenarios}
+
+// inGroupSelected tells whether scenario name of group runs.
+func inGroupSelected(group, name string) bool {
+	v := os.Getenv(k8sScenariosEnv)
+	return v == "" || slices.Contains(strings.Split(v, ","), group) || slices.Contains(strings.Split(v, ","), name)
 }
 
 // imageTag is the tag of the image `make image` built (bin/catena-image.ref).
@@ -128,6 +149,14 @@ func imageTag(t *testing.T) string {
 	_, tag, ok := strings.Cut(strings.TrimSpace(string(raw)), ":")
 	require.True(t, ok, "catena-image.ref %q has a tag", raw)
 	return tag
+}
+
+// webDeployment is the workload (webDeployment), its pods pinned to the
+// run's node.
+func (r *k8sRun) webDeployment(name string, replicas int32) *appsv1.Deployment {
+	d := webDeployment(name, replicas)
+	d.Spec.Template.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": r.n.name}
+	return d
 }
 
 // waitRunning waits until the Deployment app has exactly want pods, all
@@ -166,13 +195,14 @@ func (r *k8sRun) faulty(logFile string) string {
 	return r.n.primary(failer(fmt.Sprintf(`"failAdd":true,"failDel":true,"faultFile":%q,"logFile":%q`, r.fault, logFile)))
 }
 
-// retrySeed runs a one-pod Deployment named app while the fault holds, for
-// retryWindow of kubelet's retries, deletes it and returns the figures.
-func (r *k8sRun) retrySeed(t *testing.T, app, logFile string) seedFigures {
+// retrySeed runs a one-pod Deployment named app on the node while the
+// fault holds, for window of kubelet's retries, deletes it and returns the
+// figures.
+func (r *k8sRun) retrySeed(t *testing.T, app, logFile string, window time.Duration) seedFigures {
 	t.Helper()
 	touch(t, r.fault)
-	r.c.apply(t, []any{webDeployment(app, 1)})
-	time.Sleep(retryWindow)
+	r.c.apply(t, []any{r.webDeployment(app, 1)})
+	time.Sleep(window)
 	pods := r.c.pods(t, "default", "app="+app)
 	require.Len(t, pods, 1)
 	assert.NotEqual(t, corev1.PodRunning, pods[0].Status.Phase, "the pod cannot start while the fault holds")
@@ -196,7 +226,7 @@ func (r *k8sRun) plainPrimary(t *testing.T) {
 	r.n.writePrimary(t, r.faulty(logFile))
 	r.c.waitNetwork(t, "failer")
 	web := s.IPs
-	r.plain = r.retrySeed(t, "seed-plain", logFile)
+	r.plain = r.retrySeed(t, "seed-plain", logFile, retryWindow)
 	r.plain.heldIPs -= len(web)
 	assert.GreaterOrEqual(t, r.plain.retries, 4, "kubelet retried every 10-15 s")
 	assert.Equal(t, r.plain.retries, r.plain.heldIPs, "LEAK: the plain primary holds one IP per retry")
