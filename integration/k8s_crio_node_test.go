@@ -132,11 +132,13 @@ func (n *k8sNode) crioHostPathMap(t *testing.T) map[string]string {
 	}
 }
 
-// crioAgent points the agent at CRI-O's socket: the ConfigMap sets
-// CATENA_AGENT_RUNTIME_ENDPOINT (the flag is not among the DaemonSet's
-// args, so the variable applies), and a DaemonSet that mounts the
-// runtime's socket dir gets CRI-O's run dir too, at the same path, unless
-// the manifest already mounts it.
+// crioAgent points the agent at CRI-O's socket. deploy/catena.yaml mounts
+// /var/run/crio, which crioHostPathMap maps to CRI-O's run dir, so the
+// agent's --runtime-endpoint auto finds /var/run/crio/crio.sock there, as
+// on a real CRI-O node. A manifest without that mount gets CRI-O's run dir
+// mounted at its own path and CATENA_AGENT_RUNTIME_ENDPOINT set in the
+// ConfigMap (the flag is not among the DaemonSet's args, so the variable
+// applies).
 func (n *k8sNode) crioAgent(t *testing.T, objs []any) {
 	t.Helper()
 	run := filepath.Dir(n.crio.sock)
@@ -145,21 +147,23 @@ func (n *k8sNode) crioAgent(t *testing.T, objs []any) {
 		return func(v corev1.Volume) bool { return v.HostPath != nil && v.HostPath.Path == path }
 	}
 	for _, o := range objs {
-		switch o := o.(type) {
-		case *corev1.ConfigMap:
-			if o.Name == "catena-options" {
-				o.Data["CATENA_AGENT_RUNTIME_ENDPOINT"] = "unix://" + n.crio.sock
-			}
-		case *appsv1.DaemonSet:
-			spec := &o.Spec.Template.Spec
-			if !slices.ContainsFunc(spec.Volumes, mounts(none)) || slices.ContainsFunc(spec.Volumes, mounts(run)) {
-				continue
-			}
-			dirType := corev1.HostPathDirectory
-			spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "crio-run",
-				VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: run, Type: &dirType}}})
-			for i := range spec.Containers {
-				spec.Containers[i].VolumeMounts = append(spec.Containers[i].VolumeMounts, corev1.VolumeMount{Name: "crio-run", MountPath: run})
+		ds, ok := o.(*appsv1.DaemonSet)
+		if !ok {
+			continue
+		}
+		spec := &ds.Spec.Template.Spec
+		if !slices.ContainsFunc(spec.Volumes, mounts(none)) || slices.ContainsFunc(spec.Volumes, mounts(run)) {
+			continue
+		}
+		dirType := corev1.HostPathDirectory
+		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "crio-run",
+			VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: run, Type: &dirType}}})
+		for i := range spec.Containers {
+			spec.Containers[i].VolumeMounts = append(spec.Containers[i].VolumeMounts, corev1.VolumeMount{Name: "crio-run", MountPath: run})
+		}
+		for _, o := range objs {
+			if cm, ok := o.(*corev1.ConfigMap); ok && cm.Name == "catena-options" {
+				cm.Data["CATENA_AGENT_RUNTIME_ENDPOINT"] = "unix://" + n.crio.sock
 			}
 		}
 	}
