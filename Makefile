@@ -100,11 +100,11 @@ TEST_STEPS := vet lint test-unit test-integration test-k8s
 deps = $(if $(NODEPS),,$(1))
 unexport NODEPS
 
-## test: the whole suite CI runs: vet, lint, test-unit, test-integration, test-k8s, then their times (root; installs what plugins does; 35 to 50 min on 2 cores once installed)
+## test: the whole suite CI runs: vet, lint, test-unit, test-integration, test-k8s, then their times (root; installs what plugins does; about 33 min on 2 cores once installed)
 test: plugins build image
 	@MAKE='$(MAKE)' bash scripts/test-tiers.sh $(TEST_STEPS)
 
-## vet: go vet ./... (no root; about a minute)
+## vet: go vet ./... (no root; seconds warm, about a minute cold)
 vet:
 	$(GO) vet ./...
 
@@ -135,7 +135,7 @@ K8S_TEST := '^TestKubernetesNode$$'
 # all but the Kubernetes node.
 # Its -v log is bin/integration-test.log: the failures and the slowest
 # tests are printed from it, and the log's tail when it fails.
-## test-integration: integration/ but TestKubernetesNode: real plugins, netns, containerd, CRI-O; log in bin/integration-test.log (root; needs make plugins; about 15 min, 20 and more under load)
+## test-integration: integration/ but TestKubernetesNode: real plugins, netns, containerd, CRI-O; log in bin/integration-test.log (root; needs make plugins; about 9 min, more under load)
 test-integration: $(call deps,plugins build image)
 	@rc=0; $(GO) test -count=1 -timeout 40m -v -skip $(K8S_TEST) ./integration >$(BIN)/integration-test.log 2>&1 || rc=$$?; \
 	grep -E '^(--- FAIL|ok|FAIL)' $(BIN)/integration-test.log || true; \
