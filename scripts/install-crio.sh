@@ -114,14 +114,7 @@ else
 fi
 
 # --- 2. the pinned source beside the repo -------------------------------------
-vendor_src="${CATENA_VENDOR_SRC:-}"
-if [[ -z "$vendor_src" ]]; then
-	vendor_src="$(realpath -m "${repo}/../shared/vendor-src")"
-	common="$(git -C "$repo" rev-parse --path-format=absolute --git-common-dir 2>/dev/null || true)"
-	if [[ ! -d "$vendor_src" && "$common" == */.git ]]; then
-		vendor_src="$(realpath -m "${common%/.git}/../shared/vendor-src")"
-	fi
-fi
+vendor_src="$(vendor_src_dir "$repo")"
 src="${vendor_src}/cri-o"
 if [[ ! -f "${src}/go.mod" || ! -f "${src}/vendor/modules.txt" || ! -f "${vendor_src}/README.md" ]]; then
 	die "CRI-O ${CRIO_VERSION} has no source to build from:
@@ -133,21 +126,7 @@ Provide one of them, then run this again:
 fi
 log "the Go module proxy gave no ${module}@${CRIO_VERSION} (${proxy_err}): building from the pinned source"
 
-# The README's row: | `cri-o/` | upstream | release | commit | license |
-# shellcheck disable=SC2016 # the backquotes are the README's, literal
-row="$(grep -F '| `cri-o/` |' "${vendor_src}/README.md" || true)"
-[[ -n "$row" ]] || die "${vendor_src}/README.md has no row for cri-o/"
-IFS='|' read -r _ _ _ release commit _ <<<"$row"
-release="$(echo "$release" | xargs)"
-commit="$(echo "$commit" | xargs)"
-if [[ "$release" != "$CRIO_VERSION" || "$commit" != "$CRIO_COMMIT" ]]; then
-	die "${vendor_src}/README.md pins CRI-O ${release} (${commit}), versions.env ${CRIO_VERSION} (${CRIO_COMMIT}): update CRIO_* in scripts/versions.env after checking the new release"
-fi
-grep -q "^module ${module}\$" "${src}/go.mod" || die "${src}/go.mod is not ${module}"
-tree_sha="$(cd "$src" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)"
-if [[ "$tree_sha" != "$CRIO_SRC_SHA256" ]]; then
-	die "${src} is not the pinned ${CRIO_VERSION} tree: sha256 of its files ${tree_sha}, want ${CRIO_SRC_SHA256} (CRIO_SRC_SHA256 in scripts/versions.env)"
-fi
+why="$(check_pinned_source "$vendor_src" cri-o CRI-O "$module" "${CRIO_VERSION}" "${CRIO_COMMIT}" "${CRIO_SRC_SHA256}" CRIO)" || die "$why"
 
 log "building CRI-O ${CRIO_VERSION} from ${src}"
 cp -R "$src" "${work}/src"

@@ -88,16 +88,9 @@ else
 fi
 
 # --- 2. the pinned source beside the repo -------------------------------------
-# The shared dir is beside the repo's checkout; in a linked git worktree,
-# beside the main checkout (the parent of the common .git dir).
-vendor_src="${CATENA_VENDOR_SRC:-}"
-if [[ -z "$vendor_src" ]]; then
-	vendor_src="$(realpath -m "${repo}/../shared/vendor-src")"
-	common="$(git -C "$repo" rev-parse --path-format=absolute --git-common-dir 2>/dev/null || true)"
-	if [[ ! -d "$vendor_src" && "$common" == */.git ]]; then
-		vendor_src="$(realpath -m "${common%/.git}/../shared/vendor-src")"
-	fi
-fi
+# The shared dir (vendor_src_dir, scripts/lib.sh): beside the repo's checkout, or
+# beside the main checkout of a linked git worktree.
+vendor_src="$(vendor_src_dir "$repo")"
 src="${vendor_src}/flannel-cni-plugin"
 if [[ ! -f "${src}/go.mod" || ! -f "${vendor_src}/README.md" ]]; then
 	die "flannel's CNI plugin ${FLANNEL_VERSION} has no source to build from:
@@ -109,21 +102,7 @@ Provide one of them, then run this again:
 fi
 log "the Go module proxy gave no ${module}@${FLANNEL_VERSION} (${proxy_err}): building from the pinned source"
 
-# The README's row: | `flannel-cni-plugin/` | upstream | release | commit | license |
-# shellcheck disable=SC2016 # the backquotes are the README's, literal
-row="$(grep -F '| `flannel-cni-plugin/` |' "${vendor_src}/README.md" || true)"
-[[ -n "$row" ]] || die "${vendor_src}/README.md has no row for flannel-cni-plugin/"
-IFS='|' read -r _ _ _ release commit _ <<<"$row"
-release="$(echo "$release" | xargs)"
-commit="$(echo "$commit" | xargs)"
-if [[ "$release" != "$FLANNEL_VERSION" || "$commit" != "$FLANNEL_COMMIT" ]]; then
-	die "${vendor_src}/README.md pins flannel ${release} (${commit}), versions.env ${FLANNEL_VERSION} (${FLANNEL_COMMIT}): update FLANNEL_* in scripts/versions.env after checking the new release"
-fi
-grep -q '^module github.com/flannel-io/cni-plugin$' "${src}/go.mod" || die "${src}/go.mod is not ${module}"
-tree_sha="$(cd "$src" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)"
-if [[ "$tree_sha" != "$FLANNEL_SRC_SHA256" ]]; then
-	die "${src} is not the pinned ${FLANNEL_VERSION} tree: sha256 of its files ${tree_sha}, want ${FLANNEL_SRC_SHA256} (FLANNEL_SRC_SHA256 in scripts/versions.env)"
-fi
+why="$(check_pinned_source "$vendor_src" flannel-cni-plugin flannel "$module" "${FLANNEL_VERSION}" "${FLANNEL_COMMIT}" "${FLANNEL_SRC_SHA256}" FLANNEL)" || die "$why"
 
 log "building flannel ${FLANNEL_VERSION} from ${src} into ${cni_dir}"
 cp -R "$src" "${work}/src"

@@ -73,3 +73,55 @@ go_install_pinned() {
 	mkdir -p "$dir"
 	(cd / && CGO_ENABLED=0 GOBIN="$dir" go install -trimpath -ldflags="$ldflags" "$@")
 }
+
+# vendor_src_dir REPO prints the dir of pinned third-party source:
+# $CATENA_VENDOR_SRC, else ../shared/vendor-src beside the repo's checkout;
+# in a linked git worktree, beside the main checkout (the parent of the
+# common .git dir) when the first is absent.
+vendor_src_dir() {
+	local repo="$1" dir common
+	dir="${CATENA_VENDOR_SRC:-}"
+	if [[ -n "$dir" ]]; then
+		printf '%s\n' "$dir"
+		return
+	fi
+	dir="$(realpath -m "${repo}/../shared/vendor-src")"
+	common="$(git -C "$repo" rev-parse --path-format=absolute --git-common-dir 2>/dev/null || true)"
+	if [[ ! -d "$dir" && "$common" == */.git ]]; then
+		dir="$(realpath -m "${common%/.git}/../shared/vendor-src")"
+	fi
+	printf '%s\n' "$dir"
+}
+
+# check_pinned_source VENDOR_SRC SUBDIR NAME MODULE VERSION COMMIT SHA256 VAR
+# succeeds when VENDOR_SRC/README.md's row for SUBDIR/ pins VERSION and
+# COMMIT, SUBDIR's go.mod declares MODULE, and the sha256 of SUBDIR's tree
+# (its files' sha256sum lines, in byte order) is SHA256; else it prints
+# why on stdout and fails. NAME is the software's name in the message, VAR
+# the prefix of its variables in versions.env.
+check_pinned_source() {
+	local vendor_src="$1" subdir="$2" name="$3" module="$4" version="$5" commit="$6" want_sha="$7" var="$8"
+	local src="${vendor_src}/${subdir}" row release pinned tree_sha
+	# The README's row: | `SUBDIR/` | upstream | release | commit | license |
+	row="$(grep -F "| \`${subdir}/\` |" "${vendor_src}/README.md" || true)"
+	if [[ -z "$row" ]]; then
+		printf '%s\n' "${vendor_src}/README.md has no row for ${subdir}/"
+		return 1
+	fi
+	IFS='|' read -r _ _ _ release pinned _ <<<"$row"
+	release="$(echo "$release" | xargs)"
+	pinned="$(echo "$pinned" | xargs)"
+	if [[ "$release" != "$version" || "$pinned" != "$commit" ]]; then
+		printf '%s\n' "${vendor_src}/README.md pins ${name} ${release} (${pinned}), versions.env ${version} (${commit}): update ${var}_* in scripts/versions.env after checking the new release"
+		return 1
+	fi
+	if ! grep -q "^module ${module}\$" "${src}/go.mod"; then
+		printf '%s\n' "${src}/go.mod is not ${module}"
+		return 1
+	fi
+	tree_sha="$(cd "$src" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)"
+	if [[ "$tree_sha" != "$want_sha" ]]; then
+		printf '%s\n' "${src} is not the pinned ${version} tree: sha256 of its files ${tree_sha}, want ${want_sha} (${var}_SRC_SHA256 in scripts/versions.env)"
+		return 1
+	fi
+}
