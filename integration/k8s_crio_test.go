@@ -66,24 +66,7 @@ func (r *k8sRun) crioPlainPrimary(t *testing.T) {
 	require.Empty(t, s.Records, "no Catena yet")
 	require.ElementsMatch(t, sandboxIDs(r.n.sandboxes(t, "cweb")), s.Results, "CRI-O cached both pods' results")
 
-	logFile := filepath.Join(r.n.dir, "failer-plain.log")
-	r.n.writePrimary(t, r.faulty(logFile))
-	r.n.waitNetwork(t, "failer")
-	r.plain = r.retrySeed(t, "cseed-plain", logFile, crioRetryWindow)
-	r.plain.heldIPs -= len(ips)
-	assert.GreaterOrEqual(t, r.plain.retries, 3, "kubelet retried every 10-15 s")
-	assert.Equal(t, r.plain.retries, r.plain.heldIPs, "LEAK: the plain primary holds one IP per retry")
-
-	// nothing holds the leaked IPs: release them by hand, and put the
-	// primary back
-	for _, ip := range r.n.state(t).IPs {
-		if !slices.Contains(ips, ip) {
-			require.NoError(t, os.Remove(filepath.Join(r.n.w.ipamDir, r.n.net, ip)))
-		}
-	}
-	require.NoError(t, os.Remove(r.fault))
-	r.n.writePrimary(t, r.n.primary())
-	r.n.waitNetworkWithout(t, "failer")
+	r.plain = r.plainSeedFailure(t, "cseed-plain", crioRetryWindow, 3, ips)
 	summary("crio plain primary", "kubelet on CRI-O: Deployment of 2 Running; seed failure for %s: %d kubelet retries, %d IPs held",
 		crioRetryWindow, r.plain.retries, r.plain.heldIPs)
 }

@@ -212,6 +212,33 @@ func (r *k8sRun) retrySeed(t *testing.T, app, logFile string, window time.Durati
 	return seedFigures{retries: failerAdds(t, logFile), heldIPs: len(s.IPs), records: len(s.Records)}
 }
 
+// plainSeedFailure is the seed failure's control half on r.n's plain
+// primary: a failer after the primary, failing ADD and DEL, under
+// kubelet's retries of a Deployment app for window; running are the IPs
+// of the pods already up. Each retry must leak an IP (minRetries at
+// least); the leaked IPs, held by nothing, are then freed by hand and the
+// primary put back. It returns the figures, the running pods' IPs not
+// counted.
+func (r *k8sRun) plainSeedFailure(t *testing.T, app string, window time.Duration, minRetries int, running []string) seedFigures {
+	t.Helper()
+	logFile := filepath.Join(r.n.dir, "failer-plain.log")
+	r.n.writePrimary(t, r.faulty(logFile))
+	r.n.waitNetwork(t, "failer")
+	f := r.retrySeed(t, app, logFile, window)
+	f.heldIPs -= len(running)
+	assert.GreaterOrEqual(t, f.retries, minRetries, "kubelet retried every 10-15 s")
+	assert.Equal(t, f.retries, f.heldIPs, "LEAK: the plain primary holds one IP per retry")
+	for _, ip := range r.n.state(t).IPs {
+		if !slices.Contains(running, ip) {
+			require.NoError(t, os.Remove(filepath.Join(r.n.w.ipamDir, r.n.net, ip)))
+		}
+	}
+	require.NoError(t, os.Remove(r.fault))
+	r.n.writePrimary(t, r.n.primary())
+	r.n.waitNetworkWithout(t, "failer")
+	return f
+}
+
 // plainPrimary starts the Deployment of 2 through the plain primary, and
 // measures the seed failure's control half there: kubelet retries a pod
 // whose primary fails ADD and DEL, and each retry leaks an IP.
@@ -222,25 +249,7 @@ func (r *k8sRun) plainPrimary(t *testing.T) {
 	require.ElementsMatch(t, ips, s.IPs, "each pod holds its IP")
 	require.Empty(t, s.Records, "no Catena yet")
 
-	logFile := filepath.Join(r.n.dir, "failer-plain.log")
-	r.n.writePrimary(t, r.faulty(logFile))
-	r.c.waitNetwork(t, "failer")
-	web := s.IPs
-	r.plain = r.retrySeed(t, "seed-plain", logFile, retryWindow)
-	r.plain.heldIPs -= len(web)
-	assert.GreaterOrEqual(t, r.plain.retries, 4, "kubelet retried every 10-15 s")
-	assert.Equal(t, r.plain.retries, r.plain.heldIPs, "LEAK: the plain primary holds one IP per retry")
-
-	// the leaked IPs are held by nothing: release them by hand, and put
-	// the primary back
-	for _, ip := range r.n.state(t).IPs {
-		if !slices.Contains(web, ip) {
-			require.NoError(t, os.Remove(filepath.Join(r.n.w.ipamDir, r.n.net, ip)))
-		}
-	}
-	require.NoError(t, os.Remove(r.fault))
-	r.n.writePrimary(t, r.n.primary())
-	r.c.waitNetworkWithout(t, "failer")
+	r.plain = r.plainSeedFailure(t, "seed-plain", retryWindow, 4, s.IPs)
 	summary("plain primary", "Deployment of 2 Running; seed failure for %s: %d kubelet retries, %d IPs held",
 		retryWindow, r.plain.retries, r.plain.heldIPs)
 }
