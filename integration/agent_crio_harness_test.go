@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -124,17 +123,10 @@ func (n *crioAgentNode) stopRemove(ids ...string) {
 	}
 }
 
-// sandboxPID is the sandbox's pause process, from CRI-O's verbose status.
+// sandboxPID is the sandbox's pause process.
 func (c *crioDaemon) sandboxPID(id string) int {
 	c.t.Helper()
-	st, err := c.rt.PodSandboxStatus(bg, &cri.PodSandboxStatusRequest{PodSandboxId: id, Verbose: true})
-	require.NoError(c.t, err)
-	var info struct {
-		PID int `json:"pid"`
-	}
-	require.NoError(c.t, json.Unmarshal([]byte(st.GetInfo()["info"]), &info))
-	require.Greater(c.t, info.PID, 1, "sandbox %s's pause PID", id)
-	return info.PID
+	return criSandboxPID(c.t, c.rt, id)
 }
 
 // crash kills crio by PID and nothing else: conmon and the sandboxes'

@@ -17,17 +17,25 @@ import (
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// sandboxPID is the sandbox's pause process, from its verbose status.
-func (d *containerd) sandboxPID(id string) int {
-	d.t.Helper()
-	st, err := d.rt.PodSandboxStatus(bg, &cri.PodSandboxStatusRequest{PodSandboxId: id, Verbose: true})
-	require.NoError(d.t, err)
+// criSandboxPID is the sandbox's pause process, from the runtime's
+// verbose PodSandboxStatus (containerd and CRI-O both give it as "pid" in
+// the info's "info").
+func criSandboxPID(t *testing.T, rt cri.RuntimeServiceClient, id string) int {
+	t.Helper()
+	st, err := rt.PodSandboxStatus(bg, &cri.PodSandboxStatusRequest{PodSandboxId: id, Verbose: true})
+	require.NoError(t, err)
 	var info struct {
 		PID int `json:"pid"`
 	}
-	require.NoError(d.t, json.Unmarshal([]byte(st.GetInfo()["info"]), &info))
-	require.Greater(d.t, info.PID, 1, "sandbox %s's pause PID", id)
+	require.NoError(t, json.Unmarshal([]byte(st.GetInfo()["info"]), &info))
+	require.Greater(t, info.PID, 1, "sandbox %s's pause PID", id)
 	return info.PID
+}
+
+// sandboxPID is the sandbox's pause process.
+func (d *containerd) sandboxPID(id string) int {
+	d.t.Helper()
+	return criSandboxPID(d.t, d.rt, id)
 }
 
 // killPause kills pid by PID if it is still a pause process.
