@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -199,21 +198,7 @@ func (d *containerd) stop() {
 // killShims kills, by PID, any shim still serving this daemon (its command
 // line names this daemon's private socket).
 func (d *containerd) killShims() {
-	procs, err := filepath.Glob("/proc/[0-9]*/cmdline")
-	if err != nil {
-		return
-	}
-	for _, p := range procs {
-		raw, err := os.ReadFile(p)
-		if err != nil || !strings.Contains(string(raw), d.sock) {
-			continue
-		}
-		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
-		if err == nil {
-			d.t.Logf("cleanup: killing leftover shim %d", pid)
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
+	killByCmdline(d.t, d.sock, "shim")
 }
 
 var sandboxIDPattern = regexp.MustCompile(`\b[0-9a-f]{64}\b`)

@@ -421,7 +421,7 @@ func (c *crioDaemon) removeDir() {
 			}
 		}
 	}
-	killByCmdline(c.t, c.dir)
+	killByCmdline(c.t, c.dir+"/", "process of this CRI-O")
 	ids := map[string]bool{}
 	for _, id := range sandboxIDPattern.FindAllString(c.log(), -1) {
 		ids[id] = true
@@ -440,21 +440,23 @@ func (c *crioDaemon) removeDir() {
 	}
 }
 
-// killByCmdline kills, by PID, every process whose command line names dir
-// (a conmon of this CRI-O's).
-func killByCmdline(t *testing.T, dir string) {
+// killByCmdline kills, by PID, every process but this one whose command
+// line contains needle (what names them in the log: a conmon of a CRI-O,
+// a shim of a containerd).
+func killByCmdline(t *testing.T, needle, what string) {
+	t.Helper()
 	procs, err := filepath.Glob("/proc/[0-9]*/cmdline")
 	if err != nil {
 		return
 	}
 	for _, p := range procs {
 		raw, err := os.ReadFile(p)
-		if err != nil || !bytes.Contains(raw, []byte(dir+"/")) {
+		if err != nil || !bytes.Contains(raw, []byte(needle)) {
 			continue
 		}
 		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
 		if err == nil && pid != os.Getpid() {
-			t.Logf("cleanup: killing leftover %d (%s)", pid, bytes.ReplaceAll(raw, []byte{0}, []byte{' '}))
+			t.Logf("cleanup: killing leftover %s %d (%s)", what, pid, bytes.ReplaceAll(raw, []byte{0}, []byte{' '}))
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
