@@ -116,19 +116,27 @@ func (d *containerd) waitReady() {
 // last error and containerd's log if cond never holds or containerd exits.
 func (d *containerd) eventually(what string, cond func() error) {
 	d.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	pollDaemon(d.t, "containerd "+d.version.name, d.exited, d.cmd, d.logTail, what, 60*time.Second, cond)
+}
+
+// pollDaemon polls cond every 50ms for up to limit; it fails the test with
+// the last error and the daemon's log tail if cond never holds or the
+// daemon (name, run by cmd) exits, which closes exited.
+func pollDaemon(t *testing.T, name string, exited <-chan struct{}, cmd *exec.Cmd, logTail func() string, what string, limit time.Duration, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
 	for {
 		err := cond()
 		if err == nil {
 			return
 		}
 		select {
-		case <-d.exited:
-			d.t.Fatalf("containerd %s exited while waiting until %s (%v): %v\n%s", d.version.name, what, d.cmd.ProcessState, err, d.logTail())
+		case <-exited:
+			t.Fatalf("%s exited while waiting until %s (%v): %v\n%s", name, what, cmd.ProcessState, err, logTail())
 		default:
 		}
 		if time.Now().After(deadline) {
-			d.t.Fatalf("containerd %s: timed out waiting until %s: %v\n%s", d.version.name, what, err, d.logTail())
+			t.Fatalf("%s: timed out waiting until %s: %v\n%s", name, what, err, logTail())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -308,22 +308,7 @@ func (c *crioDaemon) waitReady() {
 // the last error and CRI-O's log if cond never holds or crio exits.
 func (c *crioDaemon) eventually(what string, limit time.Duration, cond func() error) {
 	c.t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		select {
-		case <-c.exited:
-			c.t.Fatalf("crio exited while waiting until %s (%v): %v\n%s", what, c.cmd.ProcessState, err, c.logTail())
-		default:
-		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("crio: timed out waiting until %s: %v\n%s", what, err, c.logTail())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	pollDaemon(c.t, "crio", c.exited, c.cmd, c.logTail, what, limit, cond)
 }
 
 // log is CRI-O's whole log so far (all its starts).
