@@ -18,19 +18,11 @@ func statOf(ss []sample) stat {
 }
 
 func wallsOf(ss []sample) []time.Duration {
-	out := make([]time.Duration, len(ss))
-	for i, s := range ss {
-		out[i] = s.wall
-	}
-	return out
+	return durationsOf(ss, func(s sample) time.Duration { return s.wall })
 }
 
 func cpusOf(ss []sample) []time.Duration {
-	out := make([]time.Duration, len(ss))
-	for i, s := range ss {
-		out[i] = s.cpu
-	}
-	return out
+	return durationsOf(ss, func(s sample) time.Duration { return s.cpu })
 }
 
 // pairwise combines a[i] and b[i] by op, as far as both go.

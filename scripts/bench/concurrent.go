@@ -36,22 +36,23 @@ func all(bs []burst) []time.Duration {
 	return out
 }
 
-// busies lists the bursts' node CPU times.
-func busies(bs []burst) []time.Duration {
-	out := make([]time.Duration, len(bs))
-	for i, b := range bs {
-		out[i] = b.busy
+// durationsOf lists f of each of xs.
+func durationsOf[T any](xs []T, f func(T) time.Duration) []time.Duration {
+	out := make([]time.Duration, len(xs))
+	for i, x := range xs {
+		out[i] = f(x)
 	}
 	return out
 }
 
+// busies lists the bursts' node CPU times.
+func busies(bs []burst) []time.Duration {
+	return durationsOf(bs, func(b burst) time.Duration { return b.busy })
+}
+
 // walls lists the bursts' wall times.
 func walls(bs []burst) []time.Duration {
-	out := make([]time.Duration, len(bs))
-	for i, b := range bs {
-		out[i] = b.wall
-	}
-	return out
+	return durationsOf(bs, func(b burst) time.Duration { return b.wall })
 }
 
 func (b *bench) concurrent(ctx context.Context) (*concResult, error) {
