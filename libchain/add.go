@@ -66,7 +66,7 @@ func (e *Engine) add(ctx context.Context, req Request) (types.Result, error) {
 		// is made durable, but gets its request only after (see gate.go).
 		// rec is not touched until the write is done.
 		gate := openAfter(func() error {
-			err := e.save(rec)
+			err := e.save(ctx, rec)
 			if err == nil && i == 0 {
 				release()
 			}
@@ -95,7 +95,7 @@ func (e *Engine) add(ctx context.Context, req Request) (types.Result, error) {
 		return nil, e.rollback(ctx, req, rec, fmt.Errorf("final result: %w", err), types.ErrIncompatibleCNIVersion)
 	}
 	rec.Phase, rec.Result = cache.PhaseComplete, final
-	if err := e.save(rec); err != nil {
+	if err := e.save(ctx, rec); err != nil {
 		return nil, e.rollback(ctx, req, rec, fmt.Errorf("recording completion: %w", err), types.ErrIOFailure)
 	}
 	// A pending note of this key is stale now (one whose clearing failed

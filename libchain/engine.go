@@ -115,19 +115,24 @@ func (e *Engine) releaser(u cache.Unlocker, key cache.Key) func() {
 	}
 }
 
-// save durably writes rec, marking the crash points around the write.
-func (e *Engine) save(rec *cache.Record) error {
+// save durably writes rec, marking the crash points around the write;
+// the operation of ctx counts its time (Op.Writes).
+func (e *Engine) save(ctx context.Context, rec *cache.Record) error {
 	failpoint.Hit("before-write")
+	start := e.now()
 	err := e.Store.Save(rec)
+	traceOf(ctx).wrote(e.now().Sub(start))
 	failpoint.Hit("after-write")
 	return err
 }
 
 // remove durably removes the record of key, marking the crash points
-// around the removal.
-func (e *Engine) remove(key cache.Key) error {
+// around the removal; the operation of ctx counts its time.
+func (e *Engine) remove(ctx context.Context, key cache.Key) error {
 	failpoint.Hit("before-remove")
+	start := e.now()
 	err := e.Store.Remove(key)
+	traceOf(ctx).wrote(e.now().Sub(start))
 	failpoint.Hit("after-remove")
 	return err
 }

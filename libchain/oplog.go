@@ -99,6 +99,17 @@ func (t *opTrace) call(index int, typ, verb string, d time.Duration, err error) 
 	t.mu.Unlock()
 }
 
+// wrote adds the time of one durable write or removal of a record.
+func (t *opTrace) wrote(d time.Duration) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	t.op.Writes += d
+	t.op.WriteCount++
+	t.mu.Unlock()
+}
+
 func (t *opTrace) lockWaited(d time.Duration) {
 	if t == nil {
 		return
@@ -186,7 +197,7 @@ func (e *Engine) finish(t *opTrace, slow time.Duration, err error) {
 		msg = "slow operation"
 	}
 	attrs := []any{"verb", op.Verb, "attachment", op.Attachment, "outcome", op.Outcome,
-		"duration", op.Duration, "lockWait", op.LockWait, "rollback", op.Rollback,
+		"duration", op.Duration, "lockWait", op.LockWait, "writes", op.Writes, "rollback", op.Rollback,
 		"delegates", op.Calls, "error", op.Error, "slowThreshold", slow}
 	if op.Adopted != "" {
 		attrs = append(attrs, "adopted", op.Adopted)

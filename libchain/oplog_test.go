@@ -54,6 +54,10 @@ func TestOperationSummary(t *testing.T) {
 				calls = append(calls, c.Verb+" "+c.Type)
 			}
 			assert.Equal(t, tc.wantCalls, calls)
+			saves, removes := h.store.counts()
+			assert.Positive(t, saves)
+			assert.Equal(t, saves+removes, op.WriteCount, "every durable write and removal of the record is counted")
+			assert.GreaterOrEqual(t, op.Writes, time.Duration(0))
 
 			lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
 			var last map[string]any

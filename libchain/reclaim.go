@@ -99,9 +99,9 @@ func (e *Engine) abandonOverdue(ctx context.Context, rec *cache.Record, after ti
 	if len(idx) == 0 {
 		return nil, nil
 	}
-	_, t := e.begin(ctx, "ABANDON", rec.Key)
+	actx, t := e.begin(ctx, "ABANDON", rec.Key)
 	t.pod(rec.Args)
-	err := e.save(rec)
+	err := e.save(actx, rec)
 	if err != nil {
 		err = fmt.Errorf("recording abandoned delegates: %w", err)
 	}

@@ -140,7 +140,7 @@ func (e *Engine) Abandon(ctx context.Context, key cache.Key, index int, now time
 		return fmt.Errorf("abandon %s: %s is %s, it holds nothing", key, stepName(s), s.State)
 	}
 	s.State, s.AbandonedAt = cache.StepAbandoned, now.UTC()
-	if err := e.save(rec); err != nil {
+	if err := e.save(ctx, rec); err != nil {
 		return fmt.Errorf("abandon %s: %w", key, err)
 	}
 	// Due at once: the operator wants the teardown finished.

@@ -122,7 +122,7 @@ func (e *Engine) teardown(ctx context.Context, conf *NetConf, rec *cache.Record,
 				s.DelFailedSince = e.now().UTC()
 			}
 			rec.Phase, rec.LastError = cache.PhaseNeedsTeardown, err.Error()
-			if serr := e.save(rec); serr != nil {
+			if serr := e.save(ctx, rec); serr != nil {
 				return errors.Join(err, fmt.Errorf("recording the failed DEL: %w", serr))
 			}
 			e.markTeardown(rec)
@@ -139,12 +139,12 @@ func (e *Engine) teardown(ctx context.Context, conf *NetConf, rec *cache.Record,
 			// Record the step; the last one is recorded by the removal.
 			// A failed save is not fatal: the disk then still says
 			// "held", and a later DEL repeats an idempotent DEL.
-			if serr := e.save(rec); serr != nil {
+			if serr := e.save(ctx, rec); serr != nil {
 				e.log().Error("recording teardown step", "attachment", rec.Key.String(), "delegate", stepName(s), "error", serr)
 			}
 		}
 	}
-	if err := e.remove(rec.Key); err != nil {
+	if err := e.remove(ctx, rec.Key); err != nil {
 		return fmt.Errorf("everything was torn down but the record could not be removed: %w", err)
 	}
 	if retry {

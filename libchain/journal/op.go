@@ -12,6 +12,11 @@ type Op struct {
 	Start      time.Time     `json:"start"`
 	Duration   time.Duration `json:"durationNs"`
 	LockWait   time.Duration `json:"lockWaitNs"`
+	// Writes is the time the operation spent in durable writes and
+	// removals of its record (each one a write or rename and an fsync),
+	// WriteCount how many it made.
+	Writes     time.Duration `json:"writesNs,omitempty"`
+	WriteCount int           `json:"writes,omitempty"`
 	Calls      []OpCall      `json:"calls,omitempty"`
 	Rollback   bool          `json:"rollback,omitempty"`
 	Outcome    string        `json:"outcome"`
@@ -35,6 +40,21 @@ type Op struct {
 	// Pod is the Kubernetes pod of the attachment, from the K8S_POD_*
 	// CNI_ARGS that a CRI runtime passes; nil for any other caller.
 	Pod *OpPod `json:"pod,omitempty"`
+	// Process is what the operation's own process cost, from /proc; nil
+	// when the operation ran in a process that makes more than one (the
+	// agent, catenactl).
+	Process *OpProcess `json:"process,omitempty"`
+}
+
+// OpProcess is the catena process of one operation, as the kernel saw it
+// just before the operation's end: how long the process ran before the
+// operation began (exec, the Go runtime's start, reading the config;
+// 10 ms resolution), the CPU its threads used and how long they waited,
+// runnable, for a CPU.
+type OpProcess struct {
+	Startup  time.Duration `json:"startupNs"`
+	CPU      time.Duration `json:"cpuNs"`
+	RunDelay time.Duration `json:"runDelayNs"`
 }
 
 // OpPod names the Kubernetes pod of an operation.

@@ -70,6 +70,16 @@ func run(a *skel.CmdArgs, verb func(*libchain.Engine, context.Context, libchain.
 	}
 	defer closeLog()
 	eng.Retrier = &libchain.ProcKicker{CacheDir: conf.CacheDir, Config: a.StdinData}
+	// This process makes one operation: what it cost goes with it.
+	appendOp := eng.OnOp
+	eng.OnOp = func(op libchain.Op) {
+		if p, err := journal.SelfProcess(op.Start); err == nil {
+			op.Process = p
+		} else {
+			eng.Log.Debug("event journal: process", "error", err)
+		}
+		appendOp(op)
+	}
 	req := libchain.Request{Conf: conf, Args: libchain.RuntimeArgs{
 		ContainerID: a.ContainerID, NetNS: a.Netns, IfName: a.IfName, Args: a.Args, Path: a.Path,
 	}}
