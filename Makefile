@@ -178,12 +178,17 @@ soak: plugins build image
 BENCH_NODE_N ?= 30,60
 BENCH_NODE_ROUNDS ?= 5
 BENCH_NODE_DOCS ?=
+# BENCH_NODE_PERF=1 profiles each round with perf (Debian's linux-perf,
+# installed if missing) into bin/perf/ and prints the CPU per pod by command
+BENCH_NODE_PERF ?=
 # go test's bound: the bring-up (~5 min) and the rounds
 BENCH_NODE_TIMEOUT ?= 3h
 ## bench-node: the node-density benchmark on a fresh Kubernetes node with flannel, BENCH_NODE_ROUNDS (5) rounds per variant at each N of BENCH_NODE_N (30,60) (root; needs make plugins; 10 min at the defaults at a load of 35 to 60 on 2 cores)
 bench-node: plugins build image
-	@rc=0; CATENA_K8S_SCENARIOS='node density' CATENA_BENCH_NODE_N=$(BENCH_NODE_N) CATENA_BENCH_NODE_ROUNDS=$(BENCH_NODE_ROUNDS) \
+	@if [ -n "$(BENCH_NODE_PERF)" ]; then bash -c 'log() { echo "bench-node: $$*"; }; . scripts/lib.sh; ensure_apt_pkgs linux-perf' || exit 1; fi; \
+	rc=0; CATENA_K8S_SCENARIOS='node density' CATENA_BENCH_NODE_N=$(BENCH_NODE_N) CATENA_BENCH_NODE_ROUNDS=$(BENCH_NODE_ROUNDS) \
 	CATENA_BENCH_NODE_OUT=$(BIN) CATENA_BENCH_NODE_DOCS=$(if $(BENCH_NODE_DOCS),$(CURDIR)/docs) \
+	CATENA_BENCH_NODE_PERF=$(BENCH_NODE_PERF) \
 	$(GO) test -count=1 -timeout $(BENCH_NODE_TIMEOUT) \
 	-v -run $(K8S_TEST) ./integration >$(BIN)/bench-node.log 2>&1 || rc=$$?; \
 	grep -E '^(NODE-DENSITY|K8S-SUMMARY|--- |ok|FAIL)' $(BIN)/bench-node.log || true; \

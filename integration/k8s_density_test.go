@@ -1,13 +1,16 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,6 +26,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
+	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/catena-cni/catena/deploy"
@@ -79,6 +83,7 @@ func (r *k8sRun) nodeDensity(t *testing.T) {
 
 	names := nodebench.Names{Primary: "flannel", Catena: "Catena over flannel"}
 	require.NoError(t, nodebench.Report(os.Stdout, d.rounds, names))
+	require.NoError(t, nodebench.ReportCPU(os.Stdout, d.rounds, names, 0.01, "catena", "catena-agent"))
 	paths, err := nodebench.WriteFiles(cfg.Out, cfg.Docs, d.rounds, names)
 	require.NoError(t, err)
 	for _, p := range paths {
@@ -189,11 +194,16 @@ func (d *densityRun) uninstall(t *testing.T) {
 // it measured, checked.
 func (d *densityRun) round(t *testing.T, v nodebench.Variant, n, index int) nodebench.Round {
 	r := d.r
+	settled := d.settle(t)
 	tr, stop := d.watch(t)
 	defer stop()
 	var s nodebench.Scrapes
 	s.KubeletBefore, s.ContainerdBefore = d.scrape(t, r.n.kubeletMetricsURL()), d.scrape(t, r.n.containerdMetricsURL())
 	since := time.Now()
+	var stopPerf func() map[string]float64
+	if d.cfg.Perf {
+		stopPerf = d.profile(t, fmt.Sprintf("round-%02d-%s-n%d.data", index, v, n))
+	}
 
 	limit := 2*time.Minute + time.Duration(n)*3*time.Second
 	r.c.scale(t, densityApp, n)
@@ -222,6 +232,10 @@ func (d *densityRun) round(t *testing.T, v nodebench.Variant, n, index int) node
 	})
 	s.KubeletAfter, s.ContainerdAfter = d.scrape(t, r.n.kubeletMetricsURL()), d.scrape(t, r.n.containerdMetricsURL())
 	stop()
+	var cpu map[string]float64
+	if stopPerf != nil {
+		cpu = stopPerf()
+	}
 
 	pods := tr.Pods()
 	require.Len(t, pods, n, "the round's pods, and no other")
@@ -260,8 +274,77 @@ func (d *densityRun) round(t *testing.T, v nodebench.Variant, n, index int) node
 	avg, err := nodebench.ParseLoadAvg(string(load))
 	require.NoError(t, err)
 	ready, _ := dists[nodebench.CreatedReady.ID].Quantile(0.5)
-	fmt.Printf("%sround %d: %s, N=%d: created -> Ready p50 %s; load %.2f\n", nodebench.Prefix, index, v, n, ready.Round(time.Millisecond), avg)
-	return nodebench.Round{Variant: v, N: n, Index: index, Pods: pods, Dists: dists, Load: avg}
+	fmt.Printf("%sround %d: %s, N=%d: created -> Ready p50 %s; load %.2f; started after %s of settling; journal: %s\n",
+		nodebench.Prefix, index, v, n, ready.Round(time.Millisecond), avg, settled.Round(100*time.Millisecond), nodebench.Verbs(ops))
+	return nodebench.Round{Variant: v, N: n, Index: index, Pods: pods, Dists: dists, Load: avg, CPU: cpu}
+}
+
+// The node is settled when its CPUs were busy less than settleBusy of
+// settleWindow; a round waits for that at most settleMax.
+const (
+	settleBusy   = 0.5
+	settleWindow = 2 * time.Second
+	settleMax    = 90 * time.Second
+)
+
+// settle removes the sandboxes the last rounds' pods left, as kubelet's
+// garbage collection would within a minute (each removal a CNI DEL
+// through whichever variant is installed then), then waits until the node
+// is settled, so that a round neither starts in the tail of the last one
+// nor pays for its garbage; it returns how long that took.
+func (d *densityRun) settle(t *testing.T) time.Duration {
+	start := time.Now()
+	for _, sb := range d.r.n.sandboxes(t, densityApp) {
+		if sb.State == cri.PodSandboxState_SANDBOX_NOTREADY {
+			_, err := d.r.n.runtime().RemovePodSandbox(bg, &cri.RemovePodSandboxRequest{PodSandboxId: sb.Id})
+			require.NoError(t, err, "removing the sandbox of %s", sb.Metadata.Name)
+		}
+	}
+	read := func() nodebench.CPUTimes {
+		b, err := os.ReadFile("/proc/stat")
+		require.NoError(t, err)
+		c, err := nodebench.ParseCPUTimes(string(b))
+		require.NoError(t, err)
+		return c
+	}
+	for prev := read(); ; {
+		time.Sleep(settleWindow)
+		cur := read()
+		if prev.Busy(cur) < settleBusy || time.Since(start) > settleMax {
+			return time.Since(start)
+		}
+		prev = cur
+	}
+}
+
+// profile starts perf recording the whole node into name under the
+// output's perf/ directory; the func it returns stops it and returns the
+// CPU seconds by command it recorded. perf is stopped at the test's end
+// at the latest.
+func (d *densityRun) profile(t *testing.T, name string) func() map[string]float64 {
+	dir := filepath.Join(d.cfg.Out, "perf")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	path := filepath.Join(dir, name)
+	cmd := exec.Command("perf", nodebench.PerfArgs(path)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	require.NoError(t, cmd.Start(), "perf record (BENCH_NODE_PERF needs perf)")
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			_ = cmd.Process.Signal(syscall.SIGINT)
+			_ = cmd.Wait()
+		})
+	}
+	t.Cleanup(stop)
+	return func() map[string]float64 {
+		stop() // perf exits on SIGINT with its status, or by the signal
+		rep, err := exec.Command("perf", nodebench.PerfReportArgs(path)...).Output()
+		require.NoError(t, err, "perf report -i %s; perf record said: %s", path, out.String())
+		cpu, err := nodebench.ParsePerfComm(bytes.NewReader(rep))
+		require.NoError(t, err, "perf report -i %s", path)
+		return cpu
+	}
 }
 
 // watch watches the Deployment's pods from now, each event timestamped on

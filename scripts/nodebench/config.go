@@ -20,6 +20,10 @@ const (
 	// EnvDocs, when set, is the docs directory the plot is also written
 	// to, as node-density.png
 	EnvDocs = "CATENA_BENCH_NODE_DOCS"
+	// EnvPerf, when set, profiles each round with perf (PerfArgs) into
+	// the perf/ directory of the output and reports the CPU by command
+	// (ReportCPU)
+	EnvPerf = "CATENA_BENCH_NODE_PERF"
 )
 
 // The harness test's size when the environment sets none: one round of
@@ -37,12 +41,14 @@ type Config struct {
 	Rounds int
 	Out    string // "": the caller's temp dir
 	Docs   string // "": no copy of the plot into the docs
+	Perf   bool   // profile each round (EnvPerf)
 }
 
 // ConfigFromEnv reads the Config from getenv (os.Getenv), defaults for
 // what is unset.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
-	c := Config{Counts: []int{DefaultCount}, Rounds: DefaultRounds, Out: getenv(EnvOut), Docs: getenv(EnvDocs)}
+	c := Config{Counts: []int{DefaultCount}, Rounds: DefaultRounds, Out: getenv(EnvOut), Docs: getenv(EnvDocs),
+		Perf: getenv(EnvPerf) != ""}
 	if v := getenv(EnvCounts); v != "" {
 		counts, err := ParseCounts(v)
 		if err != nil {
@@ -119,4 +125,39 @@ func ParseLoadAvg(content string) (float64, error) {
 		return 0, fmt.Errorf("loadavg: %w", err)
 	}
 	return v, nil
+}
+
+// CPUTimes is the first line of /proc/stat: the machine's CPU time in
+// ticks, in all and idle (idle and iowait).
+type CPUTimes struct{ Total, Idle uint64 }
+
+// ParseCPUTimes reads the "cpu" line of /proc/stat's content.
+func ParseCPUTimes(content string) (CPUTimes, error) {
+	line, _, _ := strings.Cut(content, "\n")
+	f := strings.Fields(line)
+	if len(f) < 6 || f[0] != "cpu" {
+		return CPUTimes{}, fmt.Errorf("/proc/stat: %q is not the cpu line", line)
+	}
+	var c CPUTimes
+	for i, v := range f[1:] {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return CPUTimes{}, fmt.Errorf("/proc/stat: %w", err)
+		}
+		c.Total += n
+		if i == 3 || i == 4 { // idle, iowait
+			c.Idle += n
+		}
+	}
+	return c, nil
+}
+
+// Busy is the share of the CPU time between c and a later reading that
+// was not idle; 0 if no time passed.
+func (c CPUTimes) Busy(later CPUTimes) float64 {
+	total := later.Total - c.Total
+	if total == 0 || later.Total < c.Total {
+		return 0
+	}
+	return 1 - float64(later.Idle-c.Idle)/float64(total)
 }

@@ -31,6 +31,11 @@ var (
 	CatenaDel        = Measure{"catena_del", "Catena DEL (journal)"}
 	CatenaAddOwn     = Measure{"catena_add_own", "Catena ADD, own work"}
 	CatenaDelOwn     = Measure{"catena_del_own", "Catena DEL, own work"}
+	CatenaAddLock    = Measure{"catena_add_lock_wait", "Catena ADD, lock wait"}
+	CatenaAddWrites  = Measure{"catena_add_writes", "Catena ADD, record writes"}
+	CatenaAddStartup = Measure{"catena_add_startup", "Catena ADD, process start-up"}
+	CatenaAddCPU     = Measure{"catena_add_cpu", "Catena ADD, process CPU"}
+	CatenaAddDelay   = Measure{"catena_add_run_delay", "Catena ADD, process run delay"}
 )
 
 // PodMeasures are the measures of each pod's timeline, in the pods CSV's
@@ -39,7 +44,8 @@ var PodMeasures = []Measure{CreatedScheduled, ScheduledSandbox, SandboxReady, Cr
 
 // Measures are all of them, in the report's order.
 var Measures = append(append([]Measure{}, PodMeasures...),
-	KubeletStartSLI, CNISetup, CNITeardown, CatenaAdd, CatenaDel, CatenaAddOwn, CatenaDelOwn)
+	KubeletStartSLI, CNISetup, CNITeardown, CatenaAdd, CatenaDel, CatenaAddOwn, CatenaDelOwn,
+	CatenaAddLock, CatenaAddWrites, CatenaAddStartup, CatenaAddCPU, CatenaAddDelay)
 
 // The scraped histograms: kubelet's pod start SLI (creation to observed
 // running, image pulls excluded), and containerd 2.4's CRI network plugin
@@ -93,9 +99,11 @@ func PodDists(pods []Pod) map[string]Dist {
 // JournalDists are the Catena measures of ops (a round's, from
 // journal.Read): the successful ADDs and DELs on pods whose name starts
 // with podPrefix, their durations and their own work (the duration less
-// the delegates' calls), by Measure.ID.
+// the delegates' calls), and the ADDs' record writes and, from the
+// process block of each, its start-up, CPU and run delay, and their
+// lock waits, by Measure.ID.
 func JournalDists(ops []journal.Op, podPrefix string) map[string]Dist {
-	var add, del, addOwn, delOwn Dist
+	var add, del, addOwn, delOwn, lock, writes, startup, cpu, delay Dist
 	for _, op := range ops {
 		if op.Outcome != "ok" || op.Pod == nil || !strings.HasPrefix(op.Pod.Name, podPrefix) {
 			continue
@@ -107,11 +115,35 @@ func JournalDists(ops []journal.Op, podPrefix string) map[string]Dist {
 		switch op.Verb {
 		case "ADD":
 			add.Samples, addOwn.Samples = append(add.Samples, op.Duration), append(addOwn.Samples, own)
+			lock.Samples, writes.Samples = append(lock.Samples, op.LockWait), append(writes.Samples, op.Writes)
+			if p := op.Process; p != nil {
+				startup.Samples = append(startup.Samples, p.Startup)
+				cpu.Samples, delay.Samples = append(cpu.Samples, p.CPU), append(delay.Samples, p.RunDelay)
+			}
 		case "DEL":
 			del.Samples, delOwn.Samples = append(del.Samples, op.Duration), append(delOwn.Samples, own)
 		}
 	}
-	return map[string]Dist{CatenaAdd.ID: add, CatenaDel.ID: del, CatenaAddOwn.ID: addOwn, CatenaDelOwn.ID: delOwn}
+	return map[string]Dist{CatenaAdd.ID: add, CatenaDel.ID: del, CatenaAddOwn.ID: addOwn, CatenaDelOwn.ID: delOwn,
+		CatenaAddLock.ID: lock, CatenaAddWrites.ID: writes, CatenaAddStartup.ID: startup, CatenaAddCPU.ID: cpu, CatenaAddDelay.ID: delay}
+}
+
+// Verbs counts ops by verb, "ADD=30 DEL=62 STATUS=4" in the order of
+// their first appearance: what the runtime asked of Catena in a round.
+func Verbs(ops []journal.Op) string {
+	var order []string
+	n := map[string]int{}
+	for _, op := range ops {
+		if n[op.Verb] == 0 {
+			order = append(order, op.Verb)
+		}
+		n[op.Verb]++
+	}
+	parts := make([]string, len(order))
+	for i, v := range order {
+		parts[i] = fmt.Sprintf("%s=%d", v, n[v])
+	}
+	return strings.Join(parts, " ")
 }
 
 // Scrapes are the metrics scraped before and after a round, as expfmt

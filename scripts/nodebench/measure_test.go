@@ -20,8 +20,11 @@ func TestJournalDists(t *testing.T) {
 		return out
 	}
 	ops := []journal.Op{
-		{Verb: "ADD", Outcome: "ok", Duration: 100 * time.Millisecond, Calls: calls(60*time.Millisecond, 30*time.Millisecond), Pod: on("density-1")},
-		{Verb: "ADD", Outcome: "ok", Duration: 50 * time.Millisecond, Calls: calls(45 * time.Millisecond), Pod: on("density-2")},
+		{Verb: "ADD", Outcome: "ok", Duration: 100 * time.Millisecond, Calls: calls(60*time.Millisecond, 30*time.Millisecond), Pod: on("density-1"),
+			Writes: 4 * time.Millisecond, WriteCount: 3,
+			Process: &journal.OpProcess{Startup: 20 * time.Millisecond, CPU: 6 * time.Millisecond, RunDelay: 30 * time.Millisecond}},
+		// an ADD of a catena that wrote no process block
+		{Verb: "ADD", Outcome: "ok", Duration: 50 * time.Millisecond, Calls: calls(45 * time.Millisecond), Pod: on("density-2"), Writes: 2 * time.Millisecond},
 		{Verb: "DEL", Outcome: "ok", Duration: 80 * time.Millisecond, Calls: calls(70 * time.Millisecond), Pod: on("density-1")},
 		// not counted: failed, another Deployment's pod, no pod, not ADD or DEL
 		{Verb: "ADD", Outcome: "rolled back", Duration: time.Second, Pod: on("density-3")},
@@ -31,12 +34,19 @@ func TestJournalDists(t *testing.T) {
 	}
 	d := JournalDists(ops, "density-")
 	assert.Equal(t, map[string]Dist{
-		CatenaAdd.ID:    {Samples: []time.Duration{100 * time.Millisecond, 50 * time.Millisecond}},
-		CatenaAddOwn.ID: {Samples: []time.Duration{10 * time.Millisecond, 5 * time.Millisecond}},
-		CatenaDel.ID:    {Samples: []time.Duration{80 * time.Millisecond}},
-		CatenaDelOwn.ID: {Samples: []time.Duration{10 * time.Millisecond}},
+		CatenaAdd.ID:        {Samples: []time.Duration{100 * time.Millisecond, 50 * time.Millisecond}},
+		CatenaAddOwn.ID:     {Samples: []time.Duration{10 * time.Millisecond, 5 * time.Millisecond}},
+		CatenaDel.ID:        {Samples: []time.Duration{80 * time.Millisecond}},
+		CatenaDelOwn.ID:     {Samples: []time.Duration{10 * time.Millisecond}},
+		CatenaAddLock.ID:    {Samples: []time.Duration{0, 0}},
+		CatenaAddWrites.ID:  {Samples: []time.Duration{4 * time.Millisecond, 2 * time.Millisecond}},
+		CatenaAddStartup.ID: {Samples: []time.Duration{20 * time.Millisecond}},
+		CatenaAddCPU.ID:     {Samples: []time.Duration{6 * time.Millisecond}},
+		CatenaAddDelay.ID:   {Samples: []time.Duration{30 * time.Millisecond}},
 	}, d)
 	assert.Zero(t, JournalDists(nil, "density-")[CatenaAdd.ID].Count(), "the primary's rounds: no journal")
+	assert.Equal(t, "ADD=5 DEL=1 RECLAIM=1", Verbs(ops))
+	assert.Empty(t, Verbs(nil))
 }
 
 const kubeletBefore = `# TYPE kubelet_pod_start_sli_duration_seconds histogram

@@ -27,6 +27,9 @@ type Round struct {
 	Pods    []Pod
 	Dists   map[string]Dist // by Measure.ID
 	Load    float64         // the 1-minute load average at its end
+	// CPU is the CPU seconds of each command over the round, from its
+	// profile (ParsePerfComm); nil when the round was not profiled.
+	CPU map[string]float64
 }
 
 // Names are what the report calls the variants ("flannel", "Catena over
@@ -130,8 +133,8 @@ func Report(w io.Writer, rounds []Round, names Names) error {
 			n, per[Primary], names.Primary, per[Catena], names.Catena, names.Catena, names.Primary, lo, hi)
 		// tw buffers until Flush, whose error is checked
 		tw := tabwriter.NewWriter(&b, 0, 0, 1, ' ', 0)
-		_, _ = fmt.Fprintf(tw, "| measure\t| n\t| %s\t| spread\t| n\t| %s\t| spread\t| ratio\t|\n", names.Primary, names.Catena)
-		_, _ = fmt.Fprintf(tw, "|---\t|---\t|---\t|---\t|---\t|---\t|---\t|---\t|\n")
+		_, _ = fmt.Fprintf(tw, "| measure\t| n\t| %s\t| spread\t| n\t| %s\t| spread\t| ratio\t| p50 ratio, 95%% interval\t|\n", names.Primary, names.Catena)
+		_, _ = fmt.Fprintf(tw, "|---\t|---\t|---\t|---\t|---\t|---\t|---\t|---\t|---\t|\n")
 		for _, m := range Measures {
 			var s [2]Summary
 			for _, v := range Variants {
@@ -148,18 +151,30 @@ func Report(w io.Writer, rounds []Round, names Names) error {
 				ratio = ratioCell(s[Catena].P50, s[Primary].P50, 2) + " / " + ratioCell(s[Catena].P90, s[Primary].P90, 2) +
 					" / " + ratioCell(s[Catena].P99, s[Primary].P99, 2)
 			}
-			_, _ = fmt.Fprintf(tw, "| %s\t| %s\t| %s\t| %s\t| %s\t| %s\t| %s\t| %s\t|\n", m.Label,
+			interval := "-"
+			if lo, hi, ok, err := RatioInterval(rounds, n, m); err != nil {
+				return err
+			} else if ok {
+				interval = fmt.Sprintf("%.2f-%.2f", lo, hi)
+			}
+			_, _ = fmt.Fprintf(tw, "| %s\t| %s\t| %s\t| %s\t| %s\t| %s\t| %s\t| %s\t| %s\t|\n", m.Label,
 				count(s[Primary]), triple(s[Primary]), spread(s[Primary]),
-				count(s[Catena]), triple(s[Catena]), spread(s[Catena]), ratio)
+				count(s[Catena]), triple(s[Catena]), spread(s[Catena]), ratio, interval)
 		}
 		if err := tw.Flush(); err != nil {
 			return fmt.Errorf("report: %w", err)
 		}
 	}
-	sc := bufio.NewScanner(&b)
+	return writePrefixed(w, &b, "report")
+}
+
+// writePrefixed writes each line of b to w with Prefix before it and no
+// trailing spaces; what names the report in an error.
+func writePrefixed(w io.Writer, b *bytes.Buffer, what string) error {
+	sc := bufio.NewScanner(b)
 	for sc.Scan() {
 		if _, err := fmt.Fprintln(w, strings.TrimRight(Prefix+sc.Text(), " ")); err != nil {
-			return fmt.Errorf("report: %w", err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
 	}
 	return nil
@@ -204,7 +219,7 @@ func spread(s Summary) string {
 func WriteCSV(w io.Writer, rounds []Round) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"n", "variant", "measure", "rounds", "count", "p50_ms", "p90_ms", "p99_ms",
-		"round_p50_min_ms", "round_p50_max_ms", "ratio_p50", "ratio_p90", "ratio_p99"})
+		"round_p50_min_ms", "round_p50_max_ms", "ratio_p50", "ratio_p90", "ratio_p99", "ratio_p50_lo95", "ratio_p50_hi95"})
 	for _, n := range Ns(rounds) {
 		for _, m := range Measures {
 			var s [2]Summary
@@ -219,12 +234,19 @@ func WriteCSV(w io.Writer, rounds []Round) error {
 					continue
 				}
 				row := []string{strconv.Itoa(n), v.String(), m.ID, strconv.Itoa(s[v].Rounds), strconv.Itoa(s[v].Count),
-					msf(s[v].P50), msf(s[v].P90), msf(s[v].P99), msf(s[v].MinP50), msf(s[v].MaxP50), "", "", ""}
+					msf(s[v].P50), msf(s[v].P90), msf(s[v].P99), msf(s[v].MinP50), msf(s[v].MaxP50), "", "", "", "", ""}
 				if v == Catena && s[Primary].OK() {
 					for i, q := range [][2]time.Duration{{s[v].P50, s[Primary].P50}, {s[v].P90, s[Primary].P90}, {s[v].P99, s[Primary].P99}} {
 						if row[10+i] = ratioCell(q[0], q[1], 3); row[10+i] == "-" {
 							row[10+i] = ""
 						}
+					}
+					lo, hi, ok, err := RatioInterval(rounds, n, m)
+					if err != nil {
+						return err
+					}
+					if ok {
+						row[13], row[14] = strconv.FormatFloat(lo, 'f', 3, 64), strconv.FormatFloat(hi, 'f', 3, 64)
 					}
 				}
 				_ = cw.Write(row)

@@ -64,12 +64,12 @@ func TestReport(t *testing.T) {
 		"ratio: Catena over flannel / flannel;",
 		"load average 1.0-4.0",
 		// pooled [100 110 200 210 300 310] and [120 130 240 250 360 370]
-		"| created -> Ready | 6 | 200.0 / 310.0 / 310.0 | 200.0-210.0 | 6 | 240.0 / 370.0 / 370.0 | 240.0-250.0 | 1.20 / 1.19 / 1.19 |",
+		"| created -> Ready | 6 | 200.0 / 310.0 / 310.0 | 200.0-210.0 | 6 | 240.0 / 370.0 / 370.0 | 240.0-250.0 | 1.20 / 1.19 / 1.19 | 1.14-1.25 |",
 		// 6 observations in (0.5, 1]: rank 3 is halfway
-		"| kubelet pod start SLI (hist) | 6 | 750.0 / 950.0 / 995.0 | 750.0-750.0 | 6 | 750.0 / 950.0 / 995.0 | 750.0-750.0 | 1.00 / 1.00 / 1.00 |",
-		"| Catena ADD (journal) | - | - | - | 6 | 50.0 / 65.0 / 65.0 | 50.0-55.0 | - |",
+		"| kubelet pod start SLI (hist) | 6 | 750.0 / 950.0 / 995.0 | 750.0-750.0 | 6 | 750.0 / 950.0 / 995.0 | 750.0-750.0 | 1.00 / 1.00 / 1.00 | 1.00-1.00 |",
+		"| Catena ADD (journal) | - | - | - | 6 | 50.0 / 65.0 / 65.0 | 50.0-55.0 | - | - |",
 		"NODE-DENSITY N=2, rounds: 1 of flannel, 1 of Catena over flannel",
-		"| created -> Ready | 2 | 100.0 / 100.0 / 100.0 | 100.0-100.0 | 2 | 150.0 / 150.0 / 150.0 | 150.0-150.0 | 1.50 / 1.50 / 1.50 |",
+		"| created -> Ready | 2 | 100.0 / 100.0 / 100.0 | 100.0-100.0 | 2 | 150.0 / 150.0 / 150.0 | 150.0-150.0 | 1.50 / 1.50 / 1.50 | - |",
 	} {
 		assert.Contains(t, flat, want)
 	}
@@ -99,7 +99,7 @@ func TestWriteCSV(t *testing.T) {
 	rows := readCSV(t, b.Bytes())
 	require.NotEmpty(t, rows)
 	assert.Equal(t, []string{"n", "variant", "measure", "rounds", "count", "p50_ms", "p90_ms", "p99_ms",
-		"round_p50_min_ms", "round_p50_max_ms", "ratio_p50", "ratio_p90", "ratio_p99"}, rows[0])
+		"round_p50_min_ms", "round_p50_max_ms", "ratio_p50", "ratio_p90", "ratio_p99", "ratio_p50_lo95", "ratio_p50_hi95"}, rows[0])
 	byKey := map[string][]string{}
 	for _, r := range rows[1:] {
 		byKey[r[0]+" "+r[1]+" "+r[2]] = r
@@ -107,9 +107,9 @@ func TestWriteCSV(t *testing.T) {
 	// per N: created_ready, sandbox_ready_ready... only those measured:
 	// created_ready and the SLI for both variants, catena_add for Catena
 	assert.Len(t, rows[1:], 2*(2+2+1))
-	assert.Equal(t, []string{"3", "primary", "created_ready", "2", "6", "200.0", "310.0", "310.0", "200.0", "210.0", "", "", ""}, byKey["3 primary created_ready"])
-	assert.Equal(t, []string{"3", "catena", "created_ready", "2", "6", "240.0", "370.0", "370.0", "240.0", "250.0", "1.200", "1.194", "1.194"}, byKey["3 catena created_ready"])
-	assert.Equal(t, []string{"2", "catena", "catena_add", "1", "2", "40.0", "40.0", "40.0", "40.0", "40.0", "", "", ""}, byKey["2 catena catena_add"])
+	assert.Equal(t, []string{"3", "primary", "created_ready", "2", "6", "200.0", "310.0", "310.0", "200.0", "210.0", "", "", "", "", ""}, byKey["3 primary created_ready"])
+	assert.Equal(t, []string{"3", "catena", "created_ready", "2", "6", "240.0", "370.0", "370.0", "240.0", "250.0", "1.200", "1.194", "1.194", "1.143", "1.250"}, byKey["3 catena created_ready"])
+	assert.Equal(t, []string{"2", "catena", "catena_add", "1", "2", "40.0", "40.0", "40.0", "40.0", "40.0", "", "", "", "", ""}, byKey["2 catena catena_add"])
 }
 
 func TestWritePodsCSV(t *testing.T) {
@@ -175,5 +175,5 @@ func TestReportNoRatioToZero(t *testing.T) {
 	require.NoError(t, WriteCSV(&b, rounds))
 	rows := readCSV(t, b.Bytes())
 	require.Len(t, rows, 3)
-	assert.Equal(t, []string{"", "", ""}, rows[2][10:], "no ratio to 0 ms")
+	assert.Equal(t, []string{"", "", "", "", ""}, rows[2][10:], "no ratio to 0 ms")
 }
