@@ -49,3 +49,14 @@ func TestSelfProcess(t *testing.T) {
 	assert.Positive(t, p.Startup)
 	assert.Positive(t, p.CPU)
 }
+
+// BenchmarkSelfProcess is what the process block costs a catena call: a
+// read of /proc/self/stat and of each thread's schedstat.
+func BenchmarkSelfProcess(b *testing.B) {
+	start := time.Now()
+	for b.Loop() {
+		if _, err := SelfProcess(start); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
