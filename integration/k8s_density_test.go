@@ -301,16 +301,14 @@ func (d *densityRun) settle(t *testing.T) time.Duration {
 		}
 	}
 	read := func() nodebench.CPUTimes {
-		b, err := os.ReadFile("/proc/stat")
-		require.NoError(t, err)
-		c, err := nodebench.ParseCPUTimes(string(b))
+		c, err := nodebench.ReadCPUTimes()
 		require.NoError(t, err)
 		return c
 	}
 	for prev := read(); ; {
 		time.Sleep(settleWindow)
 		cur := read()
-		if prev.Busy(cur) < settleBusy || time.Since(start) > settleMax {
+		if prev.BusyShare(cur) < settleBusy || time.Since(start) > settleMax {
 			return time.Since(start)
 		}
 		prev = cur

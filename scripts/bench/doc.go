@@ -52,7 +52,7 @@
 //	cpu.go         phase (f) cpu
 //	check.go       phase (g) check
 //	checkreport.go phase (g)'s figures and tables
-//	procstat.go    the machine's busy CPU time, from /proc/stat
+//	procstat.go    the machine's busy CPU time, from /proc/stat (nodebench.CPUTimes)
 //	stats.go       summaries of latencies: percentiles, ratios
 //	report.go      the tables and whether every target was met
 //	plot.go        the latency CDF plot (drawn by scripts/benchplot)

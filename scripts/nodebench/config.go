@@ -126,38 +126,3 @@ func ParseLoadAvg(content string) (float64, error) {
 	}
 	return v, nil
 }
-
-// CPUTimes is the first line of /proc/stat: the machine's CPU time in
-// ticks, in all and idle (idle and iowait).
-type CPUTimes struct{ Total, Idle uint64 }
-
-// ParseCPUTimes reads the "cpu" line of /proc/stat's content.
-func ParseCPUTimes(content string) (CPUTimes, error) {
-	line, _, _ := strings.Cut(content, "\n")
-	f := strings.Fields(line)
-	if len(f) < 6 || f[0] != "cpu" {
-		return CPUTimes{}, fmt.Errorf("/proc/stat: %q is not the cpu line", line)
-	}
-	var c CPUTimes
-	for i, v := range f[1:] {
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			return CPUTimes{}, fmt.Errorf("/proc/stat: %w", err)
-		}
-		c.Total += n
-		if i == 3 || i == 4 { // idle, iowait
-			c.Idle += n
-		}
-	}
-	return c, nil
-}
-
-// Busy is the share of the CPU time between c and a later reading that
-// was not idle; 0 if no time passed.
-func (c CPUTimes) Busy(later CPUTimes) float64 {
-	total := later.Total - c.Total
-	if total == 0 || later.Total < c.Total {
-		return 0
-	}
-	return 1 - float64(later.Idle-c.Idle)/float64(total)
-}

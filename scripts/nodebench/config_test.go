@@ -91,17 +91,3 @@ func TestParseLoadAvg(t *testing.T) {
 		assert.InDelta(t, tc.want, v, 1e-9)
 	}
 }
-
-func TestCPUTimes(t *testing.T) {
-	a, err := ParseCPUTimes("cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 1 2 3 4 5\n")
-	require.NoError(t, err)
-	assert.Equal(t, CPUTimes{Total: 1000, Idle: 850}, a)
-	b, err := ParseCPUTimes("cpu  500 0 250 1200 50 0 0 0 0 0\n")
-	require.NoError(t, err)
-	assert.InDelta(t, 0.6, a.Busy(b), 1e-9, "400 of the 1000 ticks since were idle")
-	assert.Zero(t, a.Busy(a))
-	for _, bad := range []string{"", "intr 1 2 3 4 5 6", "cpu 1 2 x 4 5 6", "cpu 1 2"} {
-		_, err := ParseCPUTimes(bad)
-		assert.Error(t, err, bad)
-	}
-}

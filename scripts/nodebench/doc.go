@@ -28,9 +28,12 @@
 // Files:
 //
 //	doc.go       this comment
-//	config.go    the environment the harness reads (N list, rounds, where to write), the schedule, the load average
+//	config.go    the environment the harness reads (N list, rounds, where to write, perf), the schedule, the load average
 //	timeline.go  Pod and Tracker: each pod's times from the watch events
 //	dist.go      Dist and Hist: samples or a histogram's delta, and their quantiles
 //	measure.go   the measures, and the Dists of a round's pods and journal
 //	report.go    Summarize, the table, the CSV files and the plot
+//	interval.go  the 95% bootstrap interval over rounds of a p50 ratio
+//	cpu.go       a round's perf profile: CPU seconds by command, and its table
+//	cpustat.go   the machine's busy and idle CPU time, from /proc/stat
 package nodebench
