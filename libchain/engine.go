@@ -118,22 +118,23 @@ func (e *Engine) releaser(u cache.Unlocker, key cache.Key) func() {
 // save durably writes rec, marking the crash points around the write;
 // the operation of ctx counts its time (Op.Writes).
 func (e *Engine) save(ctx context.Context, rec *cache.Record) error {
-	failpoint.Hit("before-write")
-	start := e.now()
-	err := e.Store.Save(rec)
-	traceOf(ctx).wrote(e.now().Sub(start))
-	failpoint.Hit("after-write")
-	return err
+	return e.durably(ctx, "before-write", "after-write", func() error { return e.Store.Save(rec) })
 }
 
 // remove durably removes the record of key, marking the crash points
 // around the removal; the operation of ctx counts its time.
 func (e *Engine) remove(ctx context.Context, key cache.Key) error {
-	failpoint.Hit("before-remove")
+	return e.durably(ctx, "before-remove", "after-remove", func() error { return e.Store.Remove(key) })
+}
+
+// durably runs one durable change of a record between the crash points
+// before and after, and adds its time to ctx's operation.
+func (e *Engine) durably(ctx context.Context, before, after string, change func() error) error {
+	failpoint.Hit(before)
 	start := e.now()
-	err := e.Store.Remove(key)
+	err := change()
 	traceOf(ctx).wrote(e.now().Sub(start))
-	failpoint.Hit("after-remove")
+	failpoint.Hit(after)
 	return err
 }
 
