@@ -69,6 +69,28 @@ func TestOperationSummary(t *testing.T) {
 	}
 }
 
+// TestOperationsNameThePod: ADD, CHECK and DEL each journal the pod that
+// CNI_ARGS names.
+func TestOperationsNameThePod(t *testing.T) {
+	h := newHarness()
+	var ops []Op
+	h.eng.OnOp = func(op Op) { ops = append(ops, op) }
+	r := req(chainConf(t, "1.0.0", dIPAM, dPort), "c1")
+	r.Args.Args = "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=web-1;K8S_POD_UID=u1"
+	_, err := h.eng.Add(context.Background(), r)
+	require.NoError(t, err)
+	require.NoError(t, h.eng.Check(context.Background(), r))
+	require.NoError(t, h.eng.Del(context.Background(), r))
+	require.Len(t, ops, 3)
+	for i, verb := range []string{"ADD", "CHECK", "DEL"} {
+		assert.Equal(t, verb, ops[i].Verb)
+		if assert.NotNil(t, ops[i].Pod, verb) {
+			assert.Equal(t, "default", ops[i].Pod.Namespace, verb)
+			assert.Equal(t, "web-1", ops[i].Pod.Name, verb)
+		}
+	}
+}
+
 func TestSlowOperationWarns(t *testing.T) {
 	h := newHarness()
 	var logs bytes.Buffer

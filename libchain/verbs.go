@@ -15,6 +15,7 @@ import (
 // and the cached final result. It is an error if there is no complete record.
 func (e *Engine) Check(ctx context.Context, req Request) (err error) {
 	ctx, t := e.begin(ctx, "CHECK", req.Key())
+	t.pod(req.Args.Args)
 	defer func() { e.finish(t, req.Conf.SlowThreshold, err) }()
 	return e.check(ctx, req)
 }
