@@ -168,14 +168,17 @@ soak: plugins build image
 	if [ $$rc -ne 0 ]; then tail -n 150 $(BIN)/soak.log; fi; exit $$rc
 
 # The node-density benchmark alone (integration/k8s_density_test.go) on a
-# fresh Kubernetes node running flannel: BENCH_NODE_ROUNDS rounds of
-# flannel alone and as many of Catena installed over it (kubectl apply,
-# uninstalled between), alternated, each scaling a Deployment of pause pods
-# from 0 to each N of BENCH_NODE_N and back; its log in bin/bench-node.log,
-# its tables printed, its CSV files and CDF plot in bin/ (node-density*),
-# the plot also in docs/ with BENCH_NODE_DOCS=1. make test runs one round
-# of each with 3 pods.
+# fresh Kubernetes node running flannel (BENCH_NODE_RUNTIME=containerd) or
+# on the cluster's CRI-O node running its bridge chain (=crio):
+# BENCH_NODE_ROUNDS rounds of the primary alone and as many of Catena
+# installed over it (kubectl apply, uninstalled between), alternated, each
+# scaling a Deployment of pause pods from 0 to each N of BENCH_NODE_N and
+# back; its log in bin/bench-node.log (bin/bench-node-crio.log), its tables
+# printed, its CSV files and CDF plot in bin/ (node-density*,
+# node-density-crio*), the plot also in docs/ with BENCH_NODE_DOCS=1.
+# make test runs one round of each with 3 pods on each node.
 BENCH_NODE_N ?= 30,60
+BENCH_NODE_RUNTIME ?= containerd
 BENCH_NODE_ROUNDS ?= 5
 BENCH_NODE_DOCS ?=
 # BENCH_NODE_PERF=1 profiles each round with perf (Debian's linux-perf,
@@ -183,16 +186,19 @@ BENCH_NODE_DOCS ?=
 BENCH_NODE_PERF ?=
 # go test's bound: the bring-up (~5 min) and the rounds
 BENCH_NODE_TIMEOUT ?= 3h
-## bench-node: the node-density benchmark on a fresh Kubernetes node with flannel, BENCH_NODE_ROUNDS (5) rounds per variant at each N of BENCH_NODE_N (30,60) (root; needs make plugins; 10 min at the defaults at a load of 35 to 60 on 2 cores)
-bench-node: plugins build image
-	@if [ -n "$(BENCH_NODE_PERF)" ]; then bash -c 'log() { echo "bench-node: $$*"; }; . scripts/lib.sh; ensure_apt_pkgs linux-perf' || exit 1; fi; \
-	rc=0; CATENA_K8S_SCENARIOS='node density' CATENA_BENCH_NODE_N=$(BENCH_NODE_N) CATENA_BENCH_NODE_ROUNDS=$(BENCH_NODE_ROUNDS) \
+## bench-node: the node-density benchmark on a fresh Kubernetes node, BENCH_NODE_RUNTIME (containerd, with flannel; or crio, with a bridge chain), BENCH_NODE_ROUNDS (5) rounds per variant at each N of BENCH_NODE_N (30,60) (root; needs make plugins; 10 min at the defaults at a load of 35 to 60 on 2 cores)
+bench-node: plugins build image $(if $(filter crio,$(BENCH_NODE_RUNTIME)),crio)
+	@case "$(BENCH_NODE_RUNTIME)" in containerd) scenario='node density'; log=$(BIN)/bench-node.log;; \
+	crio) scenario='crio density'; log=$(BIN)/bench-node-crio.log;; \
+	*) echo "bench-node: BENCH_NODE_RUNTIME is containerd or crio, not $(BENCH_NODE_RUNTIME)" >&2; exit 2;; esac; \
+	if [ -n "$(BENCH_NODE_PERF)" ]; then bash -c 'log() { echo "bench-node: $$*"; }; . scripts/lib.sh; ensure_apt_pkgs linux-perf' || exit 1; fi; \
+	rc=0; CATENA_K8S_SCENARIOS="$$scenario" CATENA_BENCH_NODE_N=$(BENCH_NODE_N) CATENA_BENCH_NODE_ROUNDS=$(BENCH_NODE_ROUNDS) \
 	CATENA_BENCH_NODE_OUT=$(BIN) CATENA_BENCH_NODE_DOCS=$(if $(BENCH_NODE_DOCS),$(CURDIR)/docs) \
 	CATENA_BENCH_NODE_PERF=$(BENCH_NODE_PERF) \
 	$(GO) test -count=1 -timeout $(BENCH_NODE_TIMEOUT) \
-	-v -run $(K8S_TEST) ./integration >$(BIN)/bench-node.log 2>&1 || rc=$$?; \
-	grep -E '^(NODE-DENSITY|K8S-SUMMARY|--- |ok|FAIL)' $(BIN)/bench-node.log || true; \
-	if [ $$rc -ne 0 ]; then tail -n 150 $(BIN)/bench-node.log; fi; exit $$rc
+	-v -run $(K8S_TEST) ./integration >$$log 2>&1 || rc=$$?; \
+	grep -E '^(NODE-DENSITY|K8S-SUMMARY|--- |ok|FAIL)' $$log || true; \
+	if [ $$rc -ne 0 ]; then tail -n 150 $$log; fi; exit $$rc
 
 # The README's first command: installs and builds only what it runs, then the
 # demo. Cold (no Go module or build cache) about 170 s of CPU: 95 s of wall

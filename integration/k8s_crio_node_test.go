@@ -32,7 +32,7 @@ type crioNodeTimings struct {
 }
 
 // crioApps are the CRI-O scenarios' Deployments, deleted at teardown.
-var crioApps = []string{"cweb", "cseed-plain", "cseed"}
+var crioApps = []string{"cweb", "cseed-plain", "cseed", densityApp}
 
 // startCRIONode brings up the CRI-O node: its CNI dirs, CRI-O with the
 // pause image and Catena's loaded into its storage (copyimg), the primary

@@ -19,7 +19,7 @@ import (
 
 // crioScenarios are the scenarios on the CRI-O node, in order, by the
 // names CATENA_K8S_SCENARIOS selects them with ("crio" selects them all).
-var crioScenarios = []string{"crio plain primary", "crio install", "crio uninstall"}
+var crioScenarios = []string{"crio plain primary", "crio install", "crio uninstall", "crio density"}
 
 // crioRetryWindow is how long kubelet retries a seed failure's pod on the
 // CRI-O node: its retries are 10-15 s apart, so at least 3 of them, and
@@ -43,7 +43,7 @@ func (r *k8sRun) crio(t *testing.T) {
 			t.Log(n.crio.logTail())
 		}
 	})
-	for i, fn := range []func(t *testing.T){cr.crioPlainPrimary, cr.crioInstall, cr.crioUninstall} {
+	for i, fn := range []func(t *testing.T){cr.crioPlainPrimary, cr.crioInstall, cr.crioUninstall, cr.densityOnCRIO} {
 		name := crioScenarios[i]
 		if !inGroupSelected("crio", name) {
 			continue

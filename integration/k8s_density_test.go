@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -34,8 +36,10 @@ import (
 	"github.com/catena-cni/catena/scripts/nodebench"
 )
 
-// The node-density benchmark on flannel's network: rounds of the primary
-// alone and of Catena installed over it (kubectl apply of
+// The node-density benchmark, on the containerd node on flannel's network
+// (scenario node density) or on the CRI-O node on its bridge chain
+// (crio density; k8s_density_nodes_test.go has what differs): rounds of
+// the primary alone and of Catena installed over it (kubectl apply of
 // deploy/catena.yaml, and uninstalled between as deploy/uninstall.yaml
 // says), alternating A B B A A B ...; in each, the Deployment density, of
 // the local pause image, scaled from 0 to N at once until every pod is
@@ -44,16 +48,17 @@ import (
 // (doc.go); make bench-node sizes it (CATENA_BENCH_NODE_N, _ROUNDS) and
 // writes its CSV files and plot into bin/; make test runs one round of
 // each variant with 3 pods, into a temp dir. Each round checks what it
-// measured: every pod seen through each step in order, kubelet's and
-// containerd's histograms counting one start and one CNI setup per pod,
-// Catena's journal one ADD per pod in its rounds and nothing in the
-// primary's.
+// measured: every pod seen through each step in order, kubelet's
+// histogram and the runtime's figures counting one start and one CNI
+// setup per pod, Catena's journal one ADD per pod in its rounds (and on
+// CRI-O a CHECK) and nothing in the primary's.
 
 const densityApp = "density"
 
 // densityRun is one run of the bench.
 type densityRun struct {
 	r       *k8sRun
+	node    densityNode
 	cfg     nodebench.Config
 	client  kubernetes.Interface
 	metrics *http.Client // reaches kubelet's and containerd's endpoints
@@ -62,17 +67,26 @@ type densityRun struct {
 	installs, uninstalls []time.Duration
 }
 
-// nodeDensity runs the bench and prints its tables (NODE-DENSITY lines).
-func (r *k8sRun) nodeDensity(t *testing.T) {
+// nodeDensity runs the bench on the containerd node.
+func (r *k8sRun) nodeDensity(t *testing.T) { r.density(t, "node density", containerdDensity{r}) }
+
+// densityOnCRIO runs the bench on the CRI-O node.
+func (r *k8sRun) densityOnCRIO(t *testing.T) { r.density(t, "crio density", crioDensity{r}) }
+
+// density runs the bench on node and prints its tables (NODE-DENSITY
+// lines) and the scenario's summary line.
+func (r *k8sRun) density(t *testing.T, scenario string, node densityNode) {
 	cfg, err := nodebench.ConfigFromEnv(os.Getenv)
 	require.NoError(t, err)
 	if cfg.Out == "" {
 		cfg.Out = t.TempDir()
 	}
-	d := &densityRun{r: r, cfg: cfg, metrics: r.c.httpClient(t)}
+	d := &densityRun{r: r, node: node, cfg: cfg, metrics: r.c.httpClient(t)}
 	start := time.Now()
 	d.setup(t)
-	fmt.Printf("%sN %v, %d rounds of each variant, alternated: %v\n", nodebench.Prefix, cfg.Counts, cfg.Rounds, nodebench.Schedule(cfg.Rounds))
+	names := node.names()
+	fmt.Printf("%s%s: %s and %s, N %v, %d rounds of each variant, alternated: %v\n", nodebench.Prefix, scenario,
+		names.Primary, names.Catena, cfg.Counts, cfg.Rounds, nodebench.Schedule(cfg.Rounds))
 	for _, v := range nodebench.Schedule(cfg.Rounds) {
 		d.switchTo(t, v)
 		for _, n := range cfg.Counts {
@@ -81,10 +95,9 @@ func (r *k8sRun) nodeDensity(t *testing.T) {
 	}
 	r.c.kubectl(t, nil, "delete", "deployment", densityApp, "-n", "default")
 
-	names := nodebench.Names{Primary: "flannel", Catena: "Catena over flannel"}
 	require.NoError(t, nodebench.Report(os.Stdout, d.rounds, names))
 	require.NoError(t, nodebench.ReportCPU(os.Stdout, d.rounds, names, 0.01, "catena", "catena-agent"))
-	paths, err := nodebench.WriteFiles(cfg.Out, cfg.Docs, d.rounds, names)
+	paths, err := nodebench.WriteFiles(cfg.Out, cfg.Docs, node.base(), d.rounds, names)
 	require.NoError(t, err)
 	for _, p := range paths {
 		fmt.Printf("%swrote %s\n", nodebench.Prefix, p)
@@ -96,8 +109,8 @@ func (r *k8sRun) nodeDensity(t *testing.T) {
 		require.NoError(t, err)
 		p50[v] = s.P50
 	}
-	summary("node density", "%d rounds of each variant at N=%v on flannel; created -> Ready p50 at N=%d: flannel %s, Catena %s (%.2f); installs %v, uninstalls %v; %s in all",
-		cfg.Rounds, cfg.Counts, n, p50[nodebench.Primary].Round(time.Millisecond), p50[nodebench.Catena].Round(time.Millisecond),
+	summary(scenario, "%d rounds of each variant at N=%v on %s; created -> Ready p50 at N=%d: primary %s, Catena %s (%.2f); installs %v, uninstalls %v; %s in all",
+		cfg.Rounds, cfg.Counts, names.Primary, n, p50[nodebench.Primary].Round(time.Millisecond), p50[nodebench.Catena].Round(time.Millisecond),
 		nodebench.Ratio(p50[nodebench.Catena], p50[nodebench.Primary]), roundAll(d.installs), roundAll(d.uninstalls),
 		time.Since(start).Round(time.Second))
 }
@@ -110,29 +123,23 @@ func roundAll(ds []time.Duration) []time.Duration {
 	return out
 }
 
-// setup puts the node on flannel's network when it still runs its first
-// primary (make bench-node), and makes the Deployment, at 0, and the API
-// client of the watches.
+// setup puts the node on its primary, and makes the Deployment, at 0,
+// and the API client of the watches.
 func (d *densityRun) setup(t *testing.T) {
 	r := d.r
-	if r.fl == nil {
-		r.newFlannel(t)
-		r.writeFlannel(t, fileExists(filepath.Join(r.n.ctd.confDir, generatedName)))
-		require.NoError(t, os.Remove(filepath.Join(r.n.ctd.confDir, primaryName)))
-	}
-	require.Equal(t, flannelHeld{}, r.flannelHeld(t), "the bench starts on an empty node")
+	d.node.prepare(t)
 	cp := r.c.controlPlane
 	var err error
 	d.client, err = kubernetes.NewForConfig(&rest.Config{Host: cp.server(), QPS: 50, Burst: 100,
 		TLSClientConfig: rest.TLSClientConfig{CAFile: cp.pki.path("ca.crt"),
 			CertFile: cp.pki.path("admin.crt"), KeyFile: cp.pki.path("admin.key")}})
 	require.NoError(t, err)
-	r.c.apply(t, []any{webDeployment(densityApp, 0)})
+	r.c.apply(t, []any{d.node.deployment()})
 }
 
 // switchTo installs or uninstalls Catena, as variant v needs.
 func (d *densityRun) switchTo(t *testing.T, v nodebench.Variant) {
-	installed := fileExists(filepath.Join(d.r.n.ctd.confDir, generatedName))
+	installed := fileExists(filepath.Join(d.r.n.confDir(), generatedName))
 	switch {
 	case v == nodebench.Catena && !installed:
 		d.install(t)
@@ -142,19 +149,19 @@ func (d *densityRun) switchTo(t *testing.T, v nodebench.Variant) {
 }
 
 // install is kubectl apply -f deploy/catena.yaml, until the agent is
-// Ready and containerd has loaded the wrapped conflist.
+// Ready and the runtime has loaded the wrapped conflist.
 func (d *densityRun) install(t *testing.T) {
 	r := d.r
 	start := time.Now()
-	r.c.apply(t, r.c.agentManifest(t, deploy.CatenaYAML, r.tag))
+	r.c.apply(t, r.c.agentManifestOn(t, r.n, deploy.CatenaYAML, r.tag))
 	r.waitAgentReady(t, r.tag)
-	r.c.waitNetworkOf(t, r.fl.f.net, "catena", true)
+	d.node.waitLoaded(t, true)
 	d.installs = append(d.installs, time.Since(start))
 }
 
 // uninstall is deploy/uninstall.yaml's procedure: the agent's DaemonSet
 // deleted and its pod gone, uninstall.yaml applied until the generated
-// conflist is gone and containerd loaded flannel's own, then both
+// conflist is gone and the runtime loaded the primary's own, then both
 // manifests deleted, until their namespace is gone.
 func (d *densityRun) uninstall(t *testing.T) {
 	r := d.r
@@ -173,13 +180,13 @@ func (d *densityRun) uninstall(t *testing.T) {
 	objs := r.n.nodeManifest(t, deploy.UninstallYAML, r.tag)
 	r.c.apply(t, objs)
 	waitFor(t, "the uninstall removed the generated conflist", 2*time.Minute, 250*time.Millisecond, func() error {
-		if fileExists(filepath.Join(r.n.ctd.confDir, generatedName)) {
+		if fileExists(filepath.Join(r.n.confDir(), generatedName)) {
 			return fmt.Errorf("%s still there", generatedName)
 		}
 		return nil
 	}, r.n.kubelet)
-	r.c.waitNetworkOf(t, r.fl.f.net, "catena", false)
-	r.c.deleteObjects(t, append(objs, r.c.agentManifest(t, deploy.CatenaYAML, r.tag)...))
+	d.node.waitLoaded(t, false)
+	r.c.deleteObjects(t, append(objs, r.c.agentManifestOn(t, r.n, deploy.CatenaYAML, r.tag)...))
 	waitFor(t, "namespace catena-system is gone", 2*time.Minute, 250*time.Millisecond, func() error {
 		out, err := r.c.kubectlErr(nil, "get", "namespace", "catena-system", "--ignore-not-found", "-o", "name")
 		if err == nil && out != "" {
@@ -197,8 +204,8 @@ func (d *densityRun) round(t *testing.T, v nodebench.Variant, n, index int) node
 	settled := d.settle(t)
 	tr, stop := d.watch(t)
 	defer stop()
-	var s nodebench.Scrapes
-	s.KubeletBefore, s.ContainerdBefore = d.scrape(t, r.n.kubeletMetricsURL()), d.scrape(t, r.n.containerdMetricsURL())
+	s := nodebench.Scrapes{KubeletBefore: d.scrape(t, r.n.kubeletMetricsURL())}
+	runtime := d.node.measure(t, d, n)
 	since := time.Now()
 	var stopPerf func() map[string]float64
 	if d.cfg.Perf {
@@ -220,17 +227,9 @@ func (d *densityRun) round(t *testing.T, v nodebench.Variant, n, index int) node
 		}
 		return nil
 	}, r.n.kubelet)
-	r.waitFlannelClean(t, limit)
-	// containerd counts a teardown once the CNI DEL returned
-	waitFor(t, "containerd counted every CNI teardown", time.Minute, 250*time.Millisecond, func() error {
-		h, err := nodebench.HistDelta(s.ContainerdBefore, d.scrape(t, r.n.containerdMetricsURL()), nodebench.ContainerdCNIMetric,
-			map[string]string{"operation_type": nodebench.ContainerdTearDown})
-		if err == nil && h.Count() < float64(n) {
-			err = fmt.Errorf("%g teardowns", h.Count())
-		}
-		return err
-	})
-	s.KubeletAfter, s.ContainerdAfter = d.scrape(t, r.n.kubeletMetricsURL()), d.scrape(t, r.n.containerdMetricsURL())
+	d.node.waitClean(t, limit)
+	runtimeDists := runtime(t)
+	s.KubeletAfter = d.scrape(t, r.n.kubeletMetricsURL())
 	stop()
 	var cpu map[string]float64
 	if stopPerf != nil {
@@ -254,18 +253,16 @@ func (d *densityRun) round(t *testing.T, v nodebench.Variant, n, index int) node
 	require.NoError(t, err)
 	ops, _, err := journal.Read(afero.NewOsFs(), r.n.cacheDir(), since)
 	require.NoError(t, err)
-	for id, dist := range hists {
-		dists[id] = dist
-	}
+	maps.Copy(dists, hists)
+	maps.Copy(dists, runtimeDists)
 	assert.Equal(t, n, hists[nodebench.KubeletStartSLI.ID].Count(), "kubelet's pod start SLI observed each pod once")
-	assert.Equal(t, n, hists[nodebench.CNISetup.ID].Count(), "containerd set up each pod's network once")
-	assert.GreaterOrEqual(t, hists[nodebench.CNITeardown.ID].Count(), n, "and tore each down")
 	if v == nodebench.Catena {
 		for id, dist := range nodebench.JournalDists(ops, densityApp+"-") {
 			dists[id] = dist
 		}
 		assert.Equal(t, n, dists[nodebench.CatenaAdd.ID].Count(), "one ADD through Catena per pod")
 		assert.GreaterOrEqual(t, dists[nodebench.CatenaDel.ID].Count(), n, "and a DEL")
+		d.node.checkJournal(t, dists, n)
 	} else {
 		assert.Empty(t, ops, "nothing goes through Catena while it is uninstalled")
 	}
@@ -295,10 +292,14 @@ const (
 func (d *densityRun) settle(t *testing.T) time.Duration {
 	start := time.Now()
 	for _, sb := range d.r.n.sandboxes(t, densityApp) {
-		if sb.State == cri.PodSandboxState_SANDBOX_NOTREADY {
-			_, err := d.r.n.runtime().RemovePodSandbox(bg, &cri.RemovePodSandboxRequest{PodSandboxId: sb.Id})
-			require.NoError(t, err, "removing the sandbox of %s", sb.Metadata.Name)
+		if sb.State != cri.PodSandboxState_SANDBOX_NOTREADY {
+			continue
 		}
+		_, err := d.r.n.runtime().RemovePodSandbox(bg, &cri.RemovePodSandboxRequest{PodSandboxId: sb.Id})
+		if err != nil && !slices.ContainsFunc(d.r.n.sandboxes(t, densityApp), func(s *cri.PodSandbox) bool { return s.Id == sb.Id }) {
+			err = nil // kubelet's garbage collection removed it meanwhile (CRI-O: "no such id")
+		}
+		require.NoError(t, err, "removing the sandbox of %s", sb.Metadata.Name)
 	}
 	read := func() nodebench.CPUTimes {
 		c, err := nodebench.ReadCPUTimes()

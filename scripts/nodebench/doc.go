@@ -18,12 +18,15 @@
 // (PodReadyToStartContainers True) -> Ready; delete (the first event with
 // a deletionTimestamp) -> gone (DELETED). Per round, the delta of
 // histograms scraped before and after it: kubelet's
-// kubelet_pod_start_sli_duration_seconds and containerd's CNI setup and
-// teardown (containerd_cri_network_plugin_operations_duration_seconds_seconds,
-// by operation_type); their quantiles are interpolated within the
-// buckets, as Prometheus's histogram_quantile does. In Catena's rounds,
-// the ADDs' and DELs' durations from its journal, and their own work (the
-// duration less the delegates' calls).
+// kubelet_pod_start_sli_duration_seconds and, on a containerd node,
+// containerd's CNI setup and teardown
+// (containerd_cri_network_plugin_operations_duration_seconds_seconds, by
+// operation_type); their quantiles are interpolated within the buckets,
+// as Prometheus's histogram_quantile does. On a CRI-O node, which keeps no
+// such histogram, each pod's CNI ADD, RunPodSandbox and StopPodSandbox
+// from the times of CRI-O's log lines (CRIOLog). In Catena's rounds, the
+// ADDs', DELs' and CHECKs' durations from its journal, and their own work
+// (the duration less the delegates' calls).
 //
 // Files:
 //
@@ -36,4 +39,5 @@
 //	interval.go  the 95% bootstrap interval over rounds of a p50 ratio
 //	cpu.go       a round's perf profile: CPU seconds by command, and its table
 //	cpustat.go   the machine's busy and idle CPU time, from /proc/stat
+//	crio.go      CRIOLog: a CRI-O node's CNI and sandbox times, from CRI-O's log
 package nodebench

@@ -29,6 +29,7 @@ var (
 	CNITeardown      = Measure{"containerd_cni_teardown", "containerd CNI teardown (hist)"}
 	CatenaAdd        = Measure{"catena_add", "Catena ADD (journal)"}
 	CatenaDel        = Measure{"catena_del", "Catena DEL (journal)"}
+	CatenaCheck      = Measure{"catena_check", "Catena CHECK (journal)"}
 	CatenaAddOwn     = Measure{"catena_add_own", "Catena ADD, own work"}
 	CatenaDelOwn     = Measure{"catena_del_own", "Catena DEL, own work"}
 	CatenaAddLock    = Measure{"catena_add_lock_wait", "Catena ADD, lock wait"}
@@ -44,7 +45,8 @@ var PodMeasures = []Measure{CreatedScheduled, ScheduledSandbox, SandboxReady, Cr
 
 // Measures are all of them, in the report's order.
 var Measures = append(append([]Measure{}, PodMeasures...),
-	KubeletStartSLI, CNISetup, CNITeardown, CatenaAdd, CatenaDel, CatenaAddOwn, CatenaDelOwn,
+	KubeletStartSLI, CNISetup, CNITeardown, CRIOAdd, CRIORunSandbox, CRIOStopSandbox,
+	CatenaAdd, CatenaDel, CatenaCheck, CatenaAddOwn, CatenaDelOwn,
 	CatenaAddLock, CatenaAddWrites, CatenaAddStartup, CatenaAddCPU, CatenaAddDelay)
 
 // The scraped histograms: kubelet's pod start SLI (creation to observed
@@ -99,11 +101,11 @@ func PodDists(pods []Pod) map[string]Dist {
 // JournalDists are the Catena measures of ops (a round's, from
 // journal.Read): the successful ADDs and DELs on pods whose name starts
 // with podPrefix, their durations and their own work (the duration less
-// the delegates' calls), and the ADDs' record writes and, from the
+// the delegates' calls), the CHECKs' durations, and the ADDs' record writes and, from the
 // process block of each, its start-up, CPU and run delay, and their
 // lock waits, by Measure.ID.
 func JournalDists(ops []journal.Op, podPrefix string) map[string]Dist {
-	var add, del, addOwn, delOwn, lock, writes, startup, cpu, delay Dist
+	var add, del, check, addOwn, delOwn, lock, writes, startup, cpu, delay Dist
 	for _, op := range ops {
 		if op.Outcome != "ok" || op.Pod == nil || !strings.HasPrefix(op.Pod.Name, podPrefix) {
 			continue
@@ -122,9 +124,11 @@ func JournalDists(ops []journal.Op, podPrefix string) map[string]Dist {
 			}
 		case "DEL":
 			del.Samples, delOwn.Samples = append(del.Samples, op.Duration), append(delOwn.Samples, own)
+		case "CHECK":
+			check.Samples = append(check.Samples, op.Duration)
 		}
 	}
-	return map[string]Dist{CatenaAdd.ID: add, CatenaDel.ID: del, CatenaAddOwn.ID: addOwn, CatenaDelOwn.ID: delOwn,
+	return map[string]Dist{CatenaAdd.ID: add, CatenaDel.ID: del, CatenaCheck.ID: check, CatenaAddOwn.ID: addOwn, CatenaDelOwn.ID: delOwn,
 		CatenaAddLock.ID: lock, CatenaAddWrites.ID: writes, CatenaAddStartup.ID: startup, CatenaAddCPU.ID: cpu, CatenaAddDelay.ID: delay}
 }
 
@@ -147,13 +151,14 @@ func Verbs(ops []journal.Op) string {
 }
 
 // Scrapes are the metrics scraped before and after a round, as expfmt
-// parses them.
+// parses them; containerd's are nil on a node of another runtime.
 type Scrapes struct {
 	KubeletBefore, KubeletAfter       map[string]*dto.MetricFamily
 	ContainerdBefore, ContainerdAfter map[string]*dto.MetricFamily
 }
 
-// HistDists are the histogram measures of a round, by Measure.ID.
+// HistDists are the histogram measures of a round, by Measure.ID, of
+// each endpoint scraped (both its scrapes nil: not scraped).
 func (s Scrapes) HistDists() (map[string]Dist, error) {
 	out := map[string]Dist{}
 	for _, h := range []struct {
@@ -166,6 +171,9 @@ func (s Scrapes) HistDists() (map[string]Dist, error) {
 		{CNISetup, s.ContainerdBefore, s.ContainerdAfter, ContainerdCNIMetric, map[string]string{"operation_type": ContainerdSetUp}},
 		{CNITeardown, s.ContainerdBefore, s.ContainerdAfter, ContainerdCNIMetric, map[string]string{"operation_type": ContainerdTearDown}},
 	} {
+		if h.before == nil && h.after == nil {
+			continue // not scraped: a node without containerd, or a runtime's share alone
+		}
 		d, err := HistDelta(h.before, h.after, h.name, h.labels)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", h.m.Label, err)

@@ -1,6 +1,8 @@
 package nodebench
 
 import (
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -26,6 +28,7 @@ func TestJournalDists(t *testing.T) {
 		// an ADD of a catena that wrote no process block
 		{Verb: "ADD", Outcome: "ok", Duration: 50 * time.Millisecond, Calls: calls(45 * time.Millisecond), Pod: on("density-2"), Writes: 2 * time.Millisecond},
 		{Verb: "DEL", Outcome: "ok", Duration: 80 * time.Millisecond, Calls: calls(70 * time.Millisecond), Pod: on("density-1")},
+		{Verb: "CHECK", Outcome: "ok", Duration: 40 * time.Millisecond, Calls: calls(35 * time.Millisecond), Pod: on("density-2")},
 		// not counted: failed, another Deployment's pod, no pod, not ADD or DEL
 		{Verb: "ADD", Outcome: "rolled back", Duration: time.Second, Pod: on("density-3")},
 		{Verb: "ADD", Outcome: "ok", Duration: time.Second, Pod: on("web-1")},
@@ -38,6 +41,7 @@ func TestJournalDists(t *testing.T) {
 		CatenaAddOwn.ID:     {Samples: []time.Duration{10 * time.Millisecond, 5 * time.Millisecond}},
 		CatenaDel.ID:        {Samples: []time.Duration{80 * time.Millisecond}},
 		CatenaDelOwn.ID:     {Samples: []time.Duration{10 * time.Millisecond}},
+		CatenaCheck.ID:      {Samples: []time.Duration{40 * time.Millisecond}},
 		CatenaAddLock.ID:    {Samples: []time.Duration{0, 0}},
 		CatenaAddWrites.ID:  {Samples: []time.Duration{4 * time.Millisecond, 2 * time.Millisecond}},
 		CatenaAddStartup.ID: {Samples: []time.Duration{20 * time.Millisecond}},
@@ -45,7 +49,7 @@ func TestJournalDists(t *testing.T) {
 		CatenaAddDelay.ID:   {Samples: []time.Duration{30 * time.Millisecond}},
 	}, d)
 	assert.Zero(t, JournalDists(nil, "density-")[CatenaAdd.ID].Count(), "the primary's rounds: no journal")
-	assert.Equal(t, "ADD=5 DEL=1 RECLAIM=1", Verbs(ops))
+	assert.Equal(t, "ADD=5 DEL=1 CHECK=1 RECLAIM=1", Verbs(ops))
 	assert.Empty(t, Verbs(nil))
 }
 
@@ -79,6 +83,14 @@ func TestScrapesHistDists(t *testing.T) {
 	p50, ok := d[KubeletStartSLI.ID].Quantile(0.5)
 	require.True(t, ok)
 	assert.Equal(t, 875*time.Millisecond, p50, "rank 1.5 of 3: 0.75 of the way through the 2 in (0.5, 1]")
+
+	// a CRI-O node's round: kubelet's histogram only
+	only, err := Scrapes{KubeletBefore: s.KubeletBefore, KubeletAfter: s.KubeletAfter}.HistDists()
+	require.NoError(t, err)
+	assert.Equal(t, []string{KubeletStartSLI.ID}, slices.Collect(maps.Keys(only)))
+	runtime, err := Scrapes{ContainerdBefore: s.ContainerdBefore, ContainerdAfter: s.ContainerdAfter}.HistDists()
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{CNISetup.ID, CNITeardown.ID}, slices.Collect(maps.Keys(runtime)))
 
 	s.KubeletAfter = families(t, "")
 	_, err = s.HistDists()

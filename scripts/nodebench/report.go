@@ -313,17 +313,17 @@ func Plot(rounds []Round, names Names, paths ...string) error {
 	return benchplot.WritePNG(ps, paths...)
 }
 
-// The files WriteFiles writes.
+// The files' base names: WriteFiles writes BASE.csv, BASE-pods.csv and
+// BASE.png.
 const (
-	CSVName     = "node-density.csv"
-	PodsCSVName = "node-density-pods.csv"
-	PlotName    = "node-density.png"
+	BaseName     = "node-density"      // on the containerd node
+	CRIOBaseName = "node-density-crio" // on the CRI-O node
 )
 
 // WriteFiles writes the summaries' CSV, the pods' CSV and the plot into
-// dir, and the plot into docs too unless docs is "", and returns the
-// paths written.
-func WriteFiles(dir, docs string, rounds []Round, names Names) ([]string, error) {
+// dir, named after base, and the plot into docs too unless docs is "",
+// and returns the paths written.
+func WriteFiles(dir, docs, base string, rounds []Round, names Names) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("node bench: %w", err)
 	}
@@ -331,7 +331,7 @@ func WriteFiles(dir, docs string, rounds []Round, names Names) ([]string, error)
 	for _, f := range []struct {
 		name  string
 		write func(io.Writer, []Round) error
-	}{{CSVName, WriteCSV}, {PodsCSVName, WritePodsCSV}} {
+	}{{base + ".csv", WriteCSV}, {base + "-pods.csv", WritePodsCSV}} {
 		path := filepath.Join(dir, f.name)
 		var b bytes.Buffer
 		if err := f.write(&b, rounds); err != nil {
@@ -342,9 +342,9 @@ func WriteFiles(dir, docs string, rounds []Round, names Names) ([]string, error)
 		}
 		written = append(written, path)
 	}
-	plots := []string{filepath.Join(dir, PlotName)}
+	plots := []string{filepath.Join(dir, base+".png")}
 	if docs != "" {
-		plots = append(plots, filepath.Join(docs, PlotName))
+		plots = append(plots, filepath.Join(docs, base+".png"))
 	}
 	if err := Plot(rounds, names, plots...); err != nil {
 		return nil, err

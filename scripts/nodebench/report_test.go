@@ -129,9 +129,10 @@ func TestWritePodsCSV(t *testing.T) {
 func TestWriteFiles(t *testing.T) {
 	dir := t.TempDir()
 	out, docs := filepath.Join(dir, "bin"), filepath.Join(dir, "docs")
-	paths, err := WriteFiles(out, docs, sampleRounds(), Names{Primary: "flannel", Catena: "Catena over flannel"})
+	paths, err := WriteFiles(out, docs, BaseName, sampleRounds(), Names{Primary: "flannel", Catena: "Catena over flannel"})
 	require.NoError(t, err)
-	assert.Equal(t, []string{filepath.Join(out, CSVName), filepath.Join(out, PodsCSVName), filepath.Join(out, PlotName), filepath.Join(docs, PlotName)}, paths)
+	assert.Equal(t, []string{filepath.Join(out, "node-density.csv"), filepath.Join(out, "node-density-pods.csv"),
+		filepath.Join(out, "node-density.png"), filepath.Join(docs, "node-density.png")}, paths)
 	for _, p := range paths {
 		raw, err := os.ReadFile(p)
 		require.NoError(t, err)
@@ -142,9 +143,10 @@ func TestWriteFiles(t *testing.T) {
 		}
 	}
 
-	paths, err = WriteFiles(filepath.Join(dir, "only"), "", sampleRounds(), Names{Primary: "p", Catena: "c"})
+	paths, err = WriteFiles(filepath.Join(dir, "only"), "", CRIOBaseName, sampleRounds(), Names{Primary: "p", Catena: "c"})
 	require.NoError(t, err)
-	assert.Len(t, paths, 3, "no docs copy unless asked")
+	assert.Equal(t, []string{filepath.Join(dir, "only", "node-density-crio.csv"), filepath.Join(dir, "only", "node-density-crio-pods.csv"),
+		filepath.Join(dir, "only", "node-density-crio.png")}, paths, "no docs copy unless asked")
 }
 
 func TestRatio(t *testing.T) {
