@@ -99,11 +99,11 @@ func PodDists(pods []Pod) map[string]Dist {
 }
 
 // JournalDists are the Catena measures of ops (a round's, from
-// journal.Read): the successful ADDs and DELs on pods whose name starts
-// with podPrefix, their durations and their own work (the duration less
-// the delegates' calls), the CHECKs' durations, and the ADDs' record writes and, from the
-// process block of each, its start-up, CPU and run delay, and their
-// lock waits, by Measure.ID.
+// journal.Read), by Measure.ID: of the successful ADDs, DELs and CHECKs on
+// pods whose name starts with podPrefix, their durations, the ADDs' and
+// DELs' own work (the duration less the delegates' calls), and the ADDs'
+// lock waits, record writes and, from the process block of each, its
+// start-up, CPU and run delay.
 func JournalDists(ops []journal.Op, podPrefix string) map[string]Dist {
 	var add, del, check, addOwn, delOwn, lock, writes, startup, cpu, delay Dist
 	for _, op := range ops {
