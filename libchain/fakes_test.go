@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/containernetworking/cni/pkg/types/create"
+	"github.com/spf13/afero"
 
 	"github.com/catena-cni/catena/cache"
 	"github.com/catena-cni/catena/libchain/invoke"
@@ -283,4 +285,10 @@ func (s *memStore) counts() (saves, removes int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.saves, s.removes
+}
+
+// diskStore is the real store catena runs on: records on the disk under
+// dir, with their fsyncs, and flock locks in its locks dir.
+func diskStore(dir string) *cache.DiskStore {
+	return cache.NewDiskStore(afero.NewOsFs(), dir, cache.NewFlockLocker(filepath.Join(dir, cache.LocksDir)))
 }

@@ -3,7 +3,6 @@ package libchain
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -145,7 +144,7 @@ func TestGCNeverOmitsAnADDThatPassedTheDelegate(t *testing.T) {
 func addTime(t *testing.T, n int) time.Duration {
 	t.Helper()
 	dir := t.TempDir()
-	store := cache.NewDiskStore(afero.NewOsFs(), dir, cache.NewFlockLocker(filepath.Join(dir, cache.LocksDir)))
+	store := diskStore(dir)
 	eng, _, conf := barrierEngine(t, store, "warm")
 	var took []time.Duration
 	for i := range n {
@@ -168,7 +167,7 @@ func addTime(t *testing.T, n int) time.Duration {
 func TestADDWaitsOnlyForGCForwards(t *testing.T) {
 	base := addTime(t, 5)
 	dir := t.TempDir()
-	store := cache.NewDiskStore(afero.NewOsFs(), dir, cache.NewFlockLocker(filepath.Join(dir, cache.LocksDir)))
+	store := diskStore(dir)
 	eng, exec, conf := barrierEngine(t, store, "dead")
 	const forward, teardown = 100 * time.Millisecond, 300 * time.Millisecond
 	exec.onGC = func(context.Context, string) { time.Sleep(forward) }
@@ -215,7 +214,7 @@ func TestADDDuringASlowDelegateGCSucceeds(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			store := cache.NewDiskStore(afero.NewOsFs(), dir, cache.NewFlockLocker(filepath.Join(dir, cache.LocksDir)))
+			store := diskStore(dir)
 			eng, exec, conf := barrierEngine(t, store, "old")
 			conf.LockTimeout = 1200 * time.Millisecond // delegateTimeout stays 10 s
 			require.Equal(t, 200*time.Millisecond, gcForwardBound(conf, 2), "a third of lockTimeout, shared by two delegates")

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spf13/afero"
 	"github.com/stretchr/testify/require"
 
 	"github.com/catena-cni/catena/cache"
@@ -26,7 +25,7 @@ func BenchmarkAddRetryCheck(b *testing.B) {
 	for _, variant := range []string{"no-retry", "retry-check"} {
 		b.Run(variant, func(b *testing.B) {
 			dir := filepath.Join(b.TempDir(), "catena")
-			store := cache.NewDiskStore(afero.NewOsFs(), dir, cache.NewFlockLocker(filepath.Join(dir, cache.LocksDir)))
+			store := diskStore(dir)
 			eng := &Engine{Store: store, Exec: newFakeExec()}
 			kicks := &countKicker{}
 			if variant == "retry-check" {
@@ -65,7 +64,7 @@ func BenchmarkKickRetry(b *testing.B) {
 	for _, variant := range []string{"nothing-pending", "stamp-not-due"} {
 		b.Run(variant, func(b *testing.B) {
 			dir := filepath.Join(b.TempDir(), "catena")
-			store := cache.NewDiskStore(afero.NewOsFs(), dir, cache.NewFlockLocker(filepath.Join(dir, cache.LocksDir)))
+			store := diskStore(dir)
 			kicks := &countKicker{}
 			eng := &Engine{Store: store, Exec: newFakeExec(), Retrier: kicks}
 			conf := chainConf(b, "1.1.0", dIPAM, dPort, dTune)

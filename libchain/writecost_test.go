@@ -7,17 +7,13 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/catena-cni/catena/cache"
 )
 
 // writtenBytes is this process's wchar: every byte it passed to write(2)
@@ -54,7 +50,7 @@ func addWriteCost(t *testing.T, n int) int64 {
 	// tests, and a loaded machine's disk missed it.
 	conf.DelegateTimeout = 10 * time.Second
 	dir := t.TempDir()
-	store := cache.NewDiskStore(afero.NewOsFs(), dir, cache.NewFlockLocker(filepath.Join(dir, cache.LocksDir)))
+	store := diskStore(dir)
 	eng := &Engine{Store: store, Exec: newFakeExec()}
 	r := req(conf, fmt.Sprintf("wc%d", n))
 	before := writtenBytes(t)
