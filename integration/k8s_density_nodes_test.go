@@ -17,8 +17,8 @@ import (
 )
 
 // densityNode is what the node-density bench does differently on each
-// runtime's node: its primary, how its runtime says it loaded a network,
-// and how the runtime's own CNI figures are had.
+// runtime's node: its primary and the name of its network, and how the
+// runtime's own CNI figures are had and checked.
 type densityNode interface {
 	// names are the variants' names in the tables; base names the files
 	names() nodebench.Names
@@ -28,9 +28,8 @@ type densityNode interface {
 	prepare(t *testing.T)
 	// deployment is the bench's Deployment, at 0, its pods on the node
 	deployment() *appsv1.Deployment
-	// waitLoaded waits until the runtime loaded the node's network with
-	// Catena in it (catena) or without
-	waitLoaded(t *testing.T, catena bool)
+	// network is the name of the primary's network, once prepared
+	network() string
 	// waitClean waits until the node holds nothing of its network
 	waitClean(t *testing.T, limit time.Duration)
 	// measure starts measuring the runtime's CNI work in a round of n
@@ -72,9 +71,7 @@ func (c containerdDensity) prepare(t *testing.T) {
 // while this bench runs.
 func (containerdDensity) deployment() *appsv1.Deployment { return webDeployment(densityApp, 0) }
 
-func (c containerdDensity) waitLoaded(t *testing.T, catena bool) {
-	c.r.c.waitNetworkOf(t, c.r.fl.f.net, "catena", catena)
-}
+func (c containerdDensity) network() string { return c.r.fl.f.net }
 
 func (c containerdDensity) waitClean(t *testing.T, limit time.Duration) {
 	c.r.waitFlannelClean(t, limit)
@@ -122,9 +119,7 @@ func (c crioDensity) prepare(t *testing.T) {
 
 func (c crioDensity) deployment() *appsv1.Deployment { return c.r.webDeployment(densityApp, 0) }
 
-func (c crioDensity) waitLoaded(t *testing.T, catena bool) {
-	c.r.n.waitNetworkOf(t, c.r.n.net, "catena", catena)
-}
+func (c crioDensity) network() string { return c.r.n.net }
 
 func (c crioDensity) waitClean(t *testing.T, limit time.Duration) { c.r.n.waitClean(t, limit) }
 

@@ -155,7 +155,7 @@ func (d *densityRun) install(t *testing.T) {
 	start := time.Now()
 	r.c.apply(t, r.c.agentManifestOn(t, r.n, deploy.CatenaYAML, r.tag))
 	r.waitAgentReady(t, r.tag)
-	d.node.waitLoaded(t, true)
+	r.n.waitNetworkOf(t, d.node.network(), "catena", true)
 	d.installs = append(d.installs, time.Since(start))
 }
 
@@ -185,7 +185,7 @@ func (d *densityRun) uninstall(t *testing.T) {
 		}
 		return nil
 	}, r.n.kubelet)
-	d.node.waitLoaded(t, false)
+	r.n.waitNetworkOf(t, d.node.network(), "catena", false)
 	r.c.deleteObjects(t, append(objs, r.c.agentManifestOn(t, r.n, deploy.CatenaYAML, r.tag)...))
 	waitFor(t, "namespace catena-system is gone", 2*time.Minute, 250*time.Millisecond, func() error {
 		out, err := r.c.kubectlErr(nil, "get", "namespace", "catena-system", "--ignore-not-found", "-o", "name")
@@ -257,9 +257,7 @@ func (d *densityRun) round(t *testing.T, v nodebench.Variant, n, index int) node
 	maps.Copy(dists, runtimeDists)
 	assert.Equal(t, n, hists[nodebench.KubeletStartSLI.ID].Count(), "kubelet's pod start SLI observed each pod once")
 	if v == nodebench.Catena {
-		for id, dist := range nodebench.JournalDists(ops, densityApp+"-") {
-			dists[id] = dist
-		}
+		maps.Copy(dists, nodebench.JournalDists(ops, densityApp+"-"))
 		assert.Equal(t, n, dists[nodebench.CatenaAdd.ID].Count(), "one ADD through Catena per pod")
 		assert.GreaterOrEqual(t, dists[nodebench.CatenaDel.ID].Count(), n, "and a DEL")
 		d.node.checkJournal(t, dists, n)
