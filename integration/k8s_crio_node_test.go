@@ -14,6 +14,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/catena-cni/catena/scripts/nodebench"
 )
 
 // The CRI-O node is a second node of the cluster, on the same host: a
@@ -244,14 +246,9 @@ func (c *crioDaemon) networkLoaded(net, typ string, want bool) error {
 // path" line (zero if none).
 func (c *crioDaemon) lastFound(net, path string) time.Time {
 	lines := strings.Split(c.log(), "\n")
-	prefix, suffix := "msg=\"Found CNI network "+net+" (type=", ") at "+path+"\""
+	prefix, suffix := "Found CNI network "+net+" (type=", ") at "+path
 	for i := len(lines) - 1; i >= 0; i-- {
-		l := lines[i]
-		if !strings.Contains(l, prefix) || !strings.HasSuffix(l, suffix) {
-			continue
-		}
-		ts, _, _ := strings.Cut(strings.TrimPrefix(l, `time="`), `"`)
-		if at, err := time.Parse(time.RFC3339Nano, ts); err == nil {
+		if at, msg, ok := nodebench.ParseLogrusLine(lines[i]); ok && strings.HasPrefix(msg, prefix) && strings.HasSuffix(msg, suffix) {
 			return at
 		}
 	}

@@ -68,7 +68,7 @@ func (l *CRIOLog) Read(r io.Reader) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	for sc.Scan() {
-		at, msg, ok := parseLogrus(sc.Text())
+		at, msg, ok := ParseLogrusLine(sc.Text())
 		if ok {
 			l.observe(at, msg)
 		}
@@ -139,8 +139,10 @@ func fullPodName(rest string) string {
 	return name
 }
 
-// parseLogrus splits a logrus text line into its time and message.
-func parseLogrus(line string) (time.Time, string, bool) {
+// ParseLogrusLine splits a line of logrus's text format (CRI-O's log:
+// time="..." level=... msg="..." ...) into its time and message; false
+// when it has either missing or malformed.
+func ParseLogrusLine(line string) (time.Time, string, bool) {
 	ts, ok := logfmtValue(line, "time")
 	if !ok {
 		return time.Time{}, "", false
