@@ -126,15 +126,16 @@ test-unit: $(call deps,build)
 	$(GO) test -count=1 -timeout 20m $$($(GO) list ./... | grep -v '/integration$$')
 
 # The Kubernetes node test (integration/k8s_*_test.go) runs on its own, -v,
-# its log in bin/k8s-test.log: its K8S-SUMMARY lines are printed, and the
-# log's tail when it fails.
+# its log in bin/k8s-test.log: its K8S-SUMMARY lines are printed, and
+# when it fails the log's tail and each failed test's own output.
 K8S_TEST := '^TestKubernetesNode$$'
 
 # integration/: real reference plugins in real network namespaces,
 # containerd's CRI and CRI-O's (its five tests take 25 to 40 s), the image;
 # all but the Kubernetes node.
 # Its -v log is bin/integration-test.log: the failures and the slowest
-# tests are printed from it, and the log's tail when it fails.
+# tests are printed from it; when it fails, the log's tail and then each
+# failed test's own output (scripts/failed-tests.sh).
 ## test-integration: integration/ but TestKubernetesNode: real plugins, netns, containerd, CRI-O; log in bin/integration-test.log (root; needs make plugins; about 9 min, more under load)
 test-integration: $(call deps,plugins build image)
 	@rc=0; $(GO) test -count=1 -timeout 40m -v -skip $(K8S_TEST) ./integration >$(BIN)/integration-test.log 2>&1 || rc=$$?; \
@@ -142,13 +143,13 @@ test-integration: $(call deps,plugins build image)
 	echo "make test-integration: the slowest tests"; \
 	sed -nE 's/^--- (PASS|FAIL|SKIP): ([^ ]+) \(([0-9.]+)s\)$$/\3 \2 \1/p' $(BIN)/integration-test.log | sort -rn | head -n 15 | \
 	awk '{ printf "  %8.1fs  %s %s\n", $$1, $$2, ($$3 == "PASS" ? "" : $$3) }'; \
-	if [ $$rc -ne 0 ]; then tail -n 150 $(BIN)/integration-test.log; fi; exit $$rc
+	if [ $$rc -ne 0 ]; then tail -n 100 $(BIN)/integration-test.log; bash scripts/failed-tests.sh $(BIN)/integration-test.log; fi; exit $$rc
 
 ## test-k8s: TestKubernetesNode: a real cluster, a CRI-O node's scenarios, flannel's, a 5-minute chaos soak; log in bin/k8s-test.log (root; needs make plugins; about 22 min)
 test-k8s: $(call deps,plugins build image)
 	@rc=0; $(GO) test -count=1 -timeout 60m -v -run $(K8S_TEST) ./integration >$(BIN)/k8s-test.log 2>&1 || rc=$$?; \
 	grep -E '^(K8S-SUMMARY|SOAK figure|SOAK invariant|--- |ok|FAIL)' $(BIN)/k8s-test.log || true; \
-	if [ $$rc -ne 0 ]; then tail -n 150 $(BIN)/k8s-test.log; fi; exit $$rc
+	if [ $$rc -ne 0 ]; then tail -n 100 $(BIN)/k8s-test.log; bash scripts/failed-tests.sh $(BIN)/k8s-test.log; fi; exit $$rc
 
 # The chaos soak alone (integration/k8s_soak*_test.go) on a fresh Kubernetes
 # node: SOAK_DURATION of pod churn under random faults, SOAK_SEED to replay
@@ -165,7 +166,7 @@ soak: plugins build image
 	$(GO) test -count=1 -timeout $(SOAK_TIMEOUT) \
 	-v -run $(K8S_TEST) ./integration >$(BIN)/soak.log 2>&1 || rc=$$?; \
 	grep -E '^(SOAK|K8S-SUMMARY|--- |ok|FAIL)' $(BIN)/soak.log || true; \
-	if [ $$rc -ne 0 ]; then tail -n 150 $(BIN)/soak.log; fi; exit $$rc
+	if [ $$rc -ne 0 ]; then tail -n 100 $(BIN)/soak.log; bash scripts/failed-tests.sh $(BIN)/soak.log; fi; exit $$rc
 
 # The node-density benchmark alone (integration/k8s_density_test.go) on a
 # fresh Kubernetes node running flannel (BENCH_NODE_RUNTIME=containerd) or
@@ -198,7 +199,7 @@ bench-node: plugins build image $(if $(filter crio,$(BENCH_NODE_RUNTIME)),crio)
 	$(GO) test -count=1 -timeout $(BENCH_NODE_TIMEOUT) \
 	-v -run $(K8S_TEST) ./integration >$$log 2>&1 || rc=$$?; \
 	grep -E '^(NODE-DENSITY|K8S-SUMMARY|--- |ok|FAIL)' $$log || true; \
-	if [ $$rc -ne 0 ]; then tail -n 150 $$log; fi; exit $$rc
+	if [ $$rc -ne 0 ]; then tail -n 100 $$log; bash scripts/failed-tests.sh $$log; fi; exit $$rc
 
 # The README's first command: installs and builds only what it runs, then the
 # demo. Cold (no Go module or build cache) about 170 s of CPU: 95 s of wall
