@@ -3,6 +3,7 @@ package libchain
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -138,40 +139,57 @@ func TestGCNeverOmitsAnADDThatPassedTheDelegate(t *testing.T) {
 	}
 }
 
-// addTime is the median time of n ADDs on the real disk in a cache dir
-// of their own, with no GC anywhere: what the disk's syncs cost an ADD on
-// this machine now.
-func addTime(t *testing.T, n int) time.Duration {
-	t.Helper()
-	dir := t.TempDir()
-	store := diskStore(dir)
-	eng, _, conf := barrierEngine(t, store, "warm")
-	var took []time.Duration
-	for i := range n {
-		t0 := time.Now()
-		_, err := eng.Add(context.Background(), req(conf, fmt.Sprintf("base%d", i)))
-		require.NoError(t, err)
-		took = append(took, time.Since(t0))
-	}
-	slices.Sort(took)
-	return took[n/2]
+// barrierWaits is a store whose barrier notes when each shared request
+// (an ADD's) was made and how long it waited: what an ADD waits for a GC,
+// apart from its own writes and the machine's load.
+type barrierWaits struct {
+	*cache.DiskStore
+	mu    sync.Mutex
+	waits []barrierWait
 }
 
-// TestADDWaitsOnlyForGCForwards measures what ADDs wait while a GC runs,
-// on the real disk's barrier: GC's forwards take 100 ms per delegate (2
-// delegates) and a dead record's teardown 300 ms before them; ADDs start
-// every 25 ms from GC's start. An ADD waits for the forwards that run when
-// it starts, never for the teardown: its time beyond what an ADD takes on
-// this disk with no GC (its syncs, slower on a loaded machine) is at most
-// the forwards, and for most ADDs nil.
+type barrierWait struct {
+	at   time.Time
+	took time.Duration
+}
+
+var _ cache.Barrier = (*barrierWaits)(nil)
+
+func (b *barrierWaits) Barrier(ctx context.Context, network string, exclusive bool) (cache.Unlocker, error) {
+	at := time.Now()
+	u, err := b.DiskStore.Barrier(ctx, network, exclusive)
+	if !exclusive {
+		b.mu.Lock()
+		b.waits = append(b.waits, barrierWait{at, time.Since(at)})
+		b.mu.Unlock()
+	}
+	return u, err
+}
+
+// TestADDWaitsOnlyForGCForwards measures what ADDs wait for the network
+// barrier while a GC runs, on the flock barrier (records in memory): GC's
+// forwards take 100 ms per delegate (2 delegates), and a dead record's
+// teardown 600 ms before them; ADDs start every 25 ms from the teardown's
+// start. An ADD waits for the forwards that run when it asks, never for
+// the teardown: an ADD that asks during the teardown takes the barrier at
+// once, and none waits longer than the forwards.
 func TestADDWaitsOnlyForGCForwards(t *testing.T) {
-	base := addTime(t, 5)
-	dir := t.TempDir()
-	store := diskStore(dir)
+	store := &barrierWaits{DiskStore: cache.NewDiskStore(afero.NewMemMapFs(), "/cache",
+		cache.NewFlockLocker(filepath.Join(t.TempDir(), cache.LocksDir)))}
 	eng, exec, conf := barrierEngine(t, store, "dead")
-	const forward, teardown = 100 * time.Millisecond, 300 * time.Millisecond
-	exec.onGC = func(context.Context, string) { time.Sleep(forward) }
-	exec.onDel = func() { time.Sleep(teardown / 2) }
+	store.waits = nil // the setup's ADD
+	const forward, teardown = 100 * time.Millisecond, 600 * time.Millisecond
+	var forwardsOnce, teardownOnce sync.Once
+	var forwardsAt time.Time
+	tearing := make(chan struct{})
+	exec.onGC = func(context.Context, string) {
+		forwardsOnce.Do(func() { forwardsAt = time.Now() })
+		time.Sleep(forward)
+	}
+	exec.onDel = func() {
+		teardownOnce.Do(func() { close(tearing) })
+		time.Sleep(teardown / 2)
+	}
 
 	start := time.Now()
 	gcDone := make(chan time.Duration, 1)
@@ -180,21 +198,39 @@ func TestADDWaitsOnlyForGCForwards(t *testing.T) {
 		assert.NoError(t, err)
 		gcDone <- time.Since(start)
 	}()
-	var waits []time.Duration
-	for i := 0; time.Since(start) < teardown+2*forward+50*time.Millisecond; i++ {
-		t0 := time.Now()
+	<-tearing
+	adds := 0
+	for i := 0; ; i++ {
+		select {
+		case gcTook := <-gcDone:
+			store.mu.Lock()
+			waits := store.waits
+			store.mu.Unlock()
+			require.Len(t, waits, adds, "one shared barrier per ADD")
+			var during, longest time.Duration
+			inTeardown := 0
+			for _, w := range waits {
+				longest = max(longest, w.took)
+				if w.at.Before(forwardsAt) {
+					inTeardown++
+					during = max(during, w.took)
+				}
+			}
+			t.Logf("GC took %s (teardown %s, forwards %s each); %d ADDs during it, %d asked during the teardown "+
+				"and waited at most %s for the barrier; the longest wait %s",
+				gcTook.Round(time.Millisecond), teardown, forward, adds, inTeardown, during.Round(time.Millisecond),
+				longest.Round(time.Millisecond))
+			require.Positive(t, inTeardown, "an ADD asked while GC tore down")
+			assert.Less(t, during, 100*time.Millisecond, "an ADD never waits for GC's teardown")
+			assert.Less(t, longest, 2*forward+100*time.Millisecond, "an ADD waits at most for the forwards")
+			return
+		default:
+		}
 		_, err := eng.Add(context.Background(), req(conf, fmt.Sprintf("pod%d", i)))
 		require.NoError(t, err)
-		waits = append(waits, time.Since(t0))
+		adds++
 		time.Sleep(25 * time.Millisecond)
 	}
-	gcTook := <-gcDone
-	slices.Sort(waits)
-	t.Logf("GC took %s; %d ADDs during it took p50 %s, max %s (forwards %s each, teardown %s; an ADD with no GC %s)",
-		gcTook.Round(time.Millisecond), len(waits), waits[len(waits)/2].Round(time.Millisecond),
-		waits[len(waits)-1].Round(time.Millisecond), forward, teardown, base.Round(time.Millisecond))
-	assert.Less(t, waits[len(waits)-1], base+2*forward+100*time.Millisecond, "an ADD waits at most for the forwards")
-	assert.Less(t, waits[len(waits)/2], base+50*time.Millisecond, "most ADDs start while GC tears down, without the barrier")
 }
 
 // TestADDDuringASlowDelegateGCSucceeds: the first delegate's GC, or every
