@@ -148,6 +148,7 @@ func (r *k8sRun) crioInstall(t *testing.T) {
 	assert.Equal(t, 4, held.Veths)
 	checkPodEvent(t, r.c.waitPodEventOn(t, r.n.name, "cseed", kevents.ReasonRolledBack, time.Minute), corev1.EventTypeWarning,
 		"failed at delegate", "rolled back", "nothing is held")
+	r.n.reclaimsOf(t, adopted, 2)
 	reclaims := 0
 	for _, op := range r.n.ops(t) {
 		if slices.ContainsFunc(adopted, func(id string) bool { return strings.Contains(op.Attachment, id) }) {

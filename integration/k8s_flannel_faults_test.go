@@ -113,15 +113,12 @@ func (r *k8sRun) flannelReconciler(t *testing.T) {
 		return nil
 	}, r.n.kubelet)
 	settled := time.Since(start)
-	reclaims := 0
-	for _, op := range r.n.ops(t) {
-		if op.Verb == "RECLAIM" && slices.ContainsFunc(lost, func(id string) bool { return strings.Contains(op.Attachment, id) }) {
-			assert.Equal(t, "ok", op.Outcome, "%+v", op)
-			assert.Equal(t, []string{"portmap DEL", "flannel DEL"}, callNames(op))
-			reclaims++
-		}
+	reclaims := r.n.reclaimsOf(t, lost, len(lost))
+	for _, op := range reclaims {
+		assert.Equal(t, "ok", op.Outcome, "%+v", op)
+		assert.Equal(t, []string{"portmap DEL", "flannel DEL"}, callNames(op))
 	}
-	assert.Equal(t, len(lost), reclaims, "each lost attachment reclaimed once, by the agent")
+	assert.Len(t, reclaims, len(lost), "each lost attachment reclaimed once, by the agent")
 	assert.ElementsMatch(t, after, r.flannel(t).ips())
 	for _, id := range lost { // the runtime's entries, which containerd forgot
 		if err := os.Remove(filepath.Join(libcniResults, r.fl.f.net+"-"+id+"-eth0")); !os.IsNotExist(err) {

@@ -78,8 +78,8 @@ func (r *k8sRun) reconcilerUnderKubelet(t *testing.T) {
 	assert.Zero(t, rulesLeft, "no iptables rule of a reclaimed attachment: the agent's portmap removed the hostPort pod's DNAT")
 	assert.Positive(t, iptablesMentions(t, r.n.sandboxes(t, "hostport")[0].Id), "the recreated hostPort pod has its own")
 	reclaims := 0
-	for _, op := range r.n.ops(t) {
-		if op.Verb == "RECLAIM" && op.Outcome == "ok" && slices.ContainsFunc(lost, func(id string) bool { return strings.Contains(op.Attachment, id) }) {
+	for _, op := range r.n.reclaimsOf(t, lost, pods) {
+		if op.Outcome == "ok" {
 			reclaims++
 		}
 	}

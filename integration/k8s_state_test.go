@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -104,6 +105,28 @@ func (n *k8sNode) sandboxes(t *testing.T, app string) []*cri.PodSandbox {
 func (n *k8sNode) ops(t *testing.T) []journal.Op {
 	t.Helper()
 	return catenaOps(t, n.cacheDir())
+}
+
+// reclaimsOf waits until the journal holds want RECLAIM operations of the
+// attachments of ids, and returns them: the reconciler removes a record
+// before its operation's journal line is written, so a wait for records to
+// go ends a little early for the journal.
+func (n *k8sNode) reclaimsOf(t *testing.T, ids []string, want int) []journal.Op {
+	t.Helper()
+	var got []journal.Op
+	waitFor(t, "the reclaims journaled", 30*time.Second, 200*time.Millisecond, func() error {
+		got = got[:0]
+		for _, op := range n.ops(t) {
+			if op.Verb == "RECLAIM" && slices.ContainsFunc(ids, func(id string) bool { return strings.Contains(op.Attachment, id) }) {
+				got = append(got, op)
+			}
+		}
+		if len(got) < want {
+			return fmt.Errorf("%d of %d reclaims journaled", len(got), want)
+		}
+		return nil
+	}, n.kubelet)
+	return got
 }
 
 // countOps counts the ops of a verb (and outcome, unless empty).
