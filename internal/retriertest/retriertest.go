@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -20,14 +22,17 @@ import (
 )
 
 // PIDs are the retrier processes of cacheDir: those run with
-// libchain.RetrierArg whose fd 3 is cacheDir's retrier lock.
+// libchain.RetrierArg whose fd 3 is cacheDir's retrier lock. A retrier's
+// child between its fork and its exec (a delegate being started) has the
+// same command line and fds for that moment; it is not a second retrier,
+// and is left out: a process whose parent is one of them.
 func PIDs(cacheDir string) ([]int, error) {
 	lock := filepath.Join(cacheDir, cache.RetrierLockName)
 	procs, err := filepath.Glob("/proc/[0-9]*")
 	if err != nil {
 		return nil, fmt.Errorf("listing processes: %w", err)
 	}
-	var pids []int
+	parents := map[int]int{} // pid -> ppid, of the live processes that look like one
 	for _, p := range procs {
 		cmdline, err := os.ReadFile(filepath.Join(p, "cmdline"))
 		if err != nil || !bytes.Contains(cmdline, []byte("\x00"+libchain.RetrierArg+"\x00")) {
@@ -35,23 +40,45 @@ func PIDs(cacheDir string) ([]int, error) {
 		}
 		if target, err := os.Readlink(filepath.Join(p, "fd", "3")); err == nil && target == lock {
 			pid, err := strconv.Atoi(filepath.Base(p))
-			if err == nil && !zombie(pid) {
-				pids = append(pids, pid)
+			if err != nil {
+				continue
+			}
+			if state, ppid, ok := statOf(pid); ok && state != 'Z' {
+				parents[pid] = ppid
 			}
 		}
 	}
+	var pids []int
+	for pid, ppid := range parents {
+		if _, forked := parents[ppid]; !forked {
+			pids = append(pids, pid)
+		}
+	}
+	slices.Sort(pids)
 	return pids, nil
 }
 
-// zombie reports whether pid has exited and waits to be reaped.
-func zombie(pid int) bool {
+// statOf returns pid's state (R, S, Z, ...) and its parent's pid from
+// /proc/PID/stat; ok is false if it cannot be read (the process is gone).
+func statOf(pid int) (state byte, ppid int, ok bool) {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return false
+		return 0, 0, false
 	}
-	// pid (comm) state ...: comm may hold spaces and parentheses.
+	// pid (comm) state ppid ...: comm may hold spaces and parentheses.
 	i := bytes.LastIndexByte(stat, ')')
-	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
+	if i < 0 {
+		return 0, 0, false
+	}
+	fields := strings.Fields(string(stat[i+1:]))
+	if len(fields) < 2 || len(fields[0]) != 1 {
+		return 0, 0, false
+	}
+	ppid, err = strconv.Atoi(fields[1])
+	if err != nil {
+		return 0, 0, false
+	}
+	return fields[0][0], ppid, true
 }
 
 // Reap waits up to within for cacheDir's retriers to exit, then kills
