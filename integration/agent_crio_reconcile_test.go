@@ -97,10 +97,7 @@ func TestAgentCRIOReconcileStorageWiped(t *testing.T) {
 	tookReady := p.waitFor("ready reclaimed", 30*time.Second, func() (bool, string) {
 		return !exists(t, n.recordPath(ready)), "its record is still there"
 	})
-	p.waitFor("the reclaims counted", 10*time.Second, func() (bool, string) {
-		return p.metric("catena_reconcile_reclaimed_total") >= 2, "not all counted yet"
-	})
-	reclaims := n.opsOf("RECLAIM")
+	reclaims := n.reclaimsCounted(p, 2)
 	require.Len(t, reclaims, 2, "one reclaim per lost attachment")
 	var teardown time.Duration
 	for _, op := range reclaims {

@@ -81,12 +81,7 @@ func TestAgentCRIOInstallAdopts(t *testing.T) {
 		left := len(w.records(n.net))
 		return left == 1, fmt.Sprintf("%d records left", left)
 	})
-	// a record goes before its operation's journal line is written: the
-	// pass counts its reclaims after both
-	p.waitFor("the reclaims counted", 10*time.Second, func() (bool, string) {
-		return p.metric("catena_reconcile_reclaimed_total") >= 2, "not all counted yet"
-	})
-	reclaims := n.opsOf("RECLAIM")
+	reclaims := n.reclaimsCounted(p, 2)
 	require.Len(t, reclaims, 2, "one reclaim per adopted sandbox")
 	for _, op := range reclaims {
 		assert.Equal(t, "ok", op.Outcome, "%+v", op)

@@ -130,12 +130,7 @@ func TestFlannelReconcilerReclaimsLostSandboxes(t *testing.T) {
 		h := f.held(n.w.cacheDir)
 		return h == flannelHeld{}, h.String()
 	})
-	// a record goes before its operation's journal line is written: the
-	// pass counts its reclaims after both
-	p.waitFor("the reclaims counted", 10*time.Second, func() (bool, string) {
-		return p.metric("catena_reconcile_reclaimed_total") >= sandboxes, "not all counted yet"
-	})
-	reclaims := n.opsOf("RECLAIM")
+	reclaims := n.reclaimsCounted(p, sandboxes)
 	require.Len(t, reclaims, sandboxes, "one reclaim per lost attachment")
 	for _, op := range reclaims {
 		assert.Equal(t, "ok", op.Outcome, "%+v", op)

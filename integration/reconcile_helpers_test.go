@@ -124,6 +124,19 @@ func (n *agentNode) opsOf(verbs ...string) []journal.Op {
 	return out
 }
 
+// reclaimsCounted waits until p's passes have counted at least want
+// reclaims, then returns the journal's RECLAIM operations. A reclaim
+// removes the record before its operation's journal line is written, and
+// the pass counts it after both: a test that saw the records go reads the
+// journal through this.
+func (n *agentNode) reclaimsCounted(p *agentProc, want int) []journal.Op {
+	n.t.Helper()
+	p.waitFor("the reclaims counted", 10*time.Second, func() (bool, string) {
+		return p.metric("catena_reconcile_reclaimed_total") >= float64(want), "not all counted yet"
+	})
+	return n.opsOf("RECLAIM")
+}
+
 // markPath is where the reconciler marks id's attachment.
 func (n *agentNode) markPath(id string) string {
 	return filepath.Join(n.w.cacheDir, "reconcile", n.net, id+":eth0.json")

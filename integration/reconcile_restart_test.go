@@ -69,9 +69,7 @@ func TestReconcileAgentRestartBetweenPhases(t *testing.T) {
 			return !exists(t, n.recordPath(id)), "record still there"
 		})
 		goneAt := restarted.Add(gone)
-		second.waitFor("the reclaim counted", 10*time.Second, func() (bool, string) {
-			return second.metric("catena_reconcile_reclaimed_total") == 1, "not counted yet"
-		})
+		reclaims := n.reclaimsCounted(second, 1)
 		afterMark := goneAt.Sub(m.MarkedAt)
 		assert.Zero(t, changed, "the mark was never rewritten")
 		assert.GreaterOrEqual(t, afterMark, grace, "never reclaimed before grace after the mark")
@@ -79,7 +77,6 @@ func TestReconcileAgentRestartBetweenPhases(t *testing.T) {
 			gone, grace)
 		marked := second.metric("catena_reconcile_marked_total")
 		assert.Zero(t, marked, "the new agent did not mark again")
-		reclaims := n.opsOf("RECLAIM")
 		require.Len(t, reclaims, 1)
 		assert.Equal(t, "ok", reclaims[0].Outcome)
 		assert.Zero(t, iptablesMentions(t, id))

@@ -199,11 +199,7 @@ func TestReconcileRuntimeStateWiped(t *testing.T) {
 			left := len(n.w.records(n.net))
 			return left == 0, fmt.Sprintf("%d records left", left)
 		})
-		// the pass that reclaimed reports when it ends
-		p.waitFor("the reclaims counted", 10*time.Second, func() (bool, string) {
-			return p.metric("catena_reconcile_reclaimed_total") >= sandboxes, "not all counted yet"
-		})
-		reclaims := n.opsOf("RECLAIM")
+		reclaims := n.reclaimsCounted(p, sandboxes)
 		var teardown time.Duration
 		for _, op := range reclaims {
 			assert.Equal(t, "ok", op.Outcome, "%+v", op)
