@@ -48,16 +48,18 @@ func TestAgentRunFollowsPrimary(t *testing.T) {
 
 		n.writePrimary(n.primary(tuningSysctl(777)))
 		regen := n.waitGenerated("wrap tuning 777", func(s string) bool { return strings.Contains(s, `"777"`) })
+		var id string // the probe that got the new conflist
 		n.d.eventually("containerd loads the regenerated conflist", func() error {
-			if id, err := n.d.runPod(n.d.podConfig("probe", 0)); err != nil {
+			probe, err := n.d.runPod(n.d.podConfig("probe", 0))
+			if err != nil {
 				return err
-			} else if got := sysctlIn(t, n.podNetNS(id), "net.core.somaxconn"); got != "777" {
-				return fmt.Errorf("somaxconn %s in sandbox %s", got, id)
 			}
+			if got := sysctlIn(t, n.podNetNS(probe), "net.core.somaxconn"); got != "777" {
+				return fmt.Errorf("somaxconn %s in sandbox %s", got, probe)
+			}
+			id = probe
 			return nil
 		})
-		pods := n.d.pods()
-		id := pods[len(pods)-1]
 		assert.Equal(t, "777", sysctlIn(t, n.podNetNS(id), "net.core.somaxconn"), "tuning's sysctl in the new sandbox")
 		recs := n.w.records(n.net)
 		require.NotEmpty(t, recs)
@@ -109,6 +111,7 @@ func TestAgentRunFollowsPrimary(t *testing.T) {
 		assert.Empty(t, poll.errs)
 		assert.Zero(t, genBad, "the generated conflist was valid at every read")
 		assert.Positive(t, agentNotReady, "the agent reported not ready while the primary was half-written")
+		pods := n.d.pods()
 		n.stopRemoveAll()
 		n.requireNothingHeld(pods...)
 		assert.Empty(t, n.w.records(n.net))

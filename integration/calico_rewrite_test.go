@@ -45,6 +45,24 @@ func watchGenerated(path string, valid func([]byte) bool, stop <-chan struct{}) 
 	}
 }
 
+// generationSeen polls path every 5 ms from now on, and sends how long
+// after start it first held generation gen; it closes the channel unsent if
+// that takes longer than within.
+func generationSeen(path string, gen int, start time.Time, within time.Duration) <-chan time.Duration {
+	seen := make(chan time.Duration, 1)
+	go func() {
+		defer close(seen)
+		for time.Since(start) < within {
+			if raw, err := os.ReadFile(path); err == nil && generatedGen(raw) == gen {
+				seen <- time.Since(start)
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	return seen
+}
+
 // TestCalicoRewritesFollowed: on containerd 2.4: a
 // Calico-shaped primary, [calico, bandwidth, portmap] at 0.3.1 (calico is
 // calicostub over ptp), rewritten 6 times in place as Calico's install-cni
@@ -112,6 +130,9 @@ func TestCalicoRewritesFollowed(t *testing.T) {
 		split := gen%2 == 1
 		c.writeCalico(gen, split, func() { time.Sleep(400 * time.Millisecond) })
 		start := time.Now()
+		// timed apart from the sandbox below, whose start takes seconds on
+		// a loaded machine
+		seen := generationSeen(genPath, gen, start, 5*resync)
 		// a sandbox racing the regeneration: made at the old config or
 		// the new, whichever the runtime has loaded
 		if _, err := c.runPod("calrace"); err == nil {
@@ -120,7 +141,8 @@ func TestCalicoRewritesFollowed(t *testing.T) {
 			t.Errorf("generation %d: a sandbox started during the rewrite failed: %v", gen, err)
 		}
 		c.waitGenerated(fmt.Sprintf("generation %d", gen), func(s string) bool { return generatedGen([]byte(s)) == gen })
-		follow := time.Since(start)
+		follow, ok := <-seen
+		require.True(t, ok, "generation %d seen by the poll", gen)
 		follows = append(follows, follow.Round(time.Millisecond))
 		assert.Less(t, follow, resync, "generation %d followed within the resync bound", gen)
 		c.d.eventually("a new sandbox gets the new generation", func() error {

@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"slices"
+
 	"github.com/catena-cni/catena/internal/proctest"
 
 	"bufio"
@@ -120,6 +122,15 @@ func pluginProc(t *testing.T, containerID, comm string) int {
 	require.Len(t, pids, 1, "one %s for %s", comm, containerID)
 	require.Greater(t, pids[0], 1)
 	return pids[0]
+}
+
+// waitPluginProc waits up to within until a process named comm runs for
+// containerID: a delegate that is running, not only about to be.
+func waitPluginProc(t *testing.T, containerID, comm string, within time.Duration) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		return slices.ContainsFunc(pluginProcs(t, containerID), func(p string) bool { return strings.HasSuffix(p, " ("+comm+")") })
+	}, within, 20*time.Millisecond, "a %s running for %s", comm, containerID)
 }
 
 // requireNoPluginProcs waits (up to 5s: a parent-death signal is delivered

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -89,7 +90,9 @@ func (d *containerd) networkReady() (bool, string) {
 	return false, ""
 }
 
-// catenaOps reads the operations Catena journaled in cacheDir, oldest first.
+// catenaOps reads the operations Catena journaled in cacheDir, oldest
+// first; a last line without its newline is one still being appended, and
+// is left for the next read.
 func catenaOps(t *testing.T, cacheDir string) []journal.Op {
 	t.Helper()
 	raw, err := os.ReadFile(journal.Path(cacheDir))
@@ -97,6 +100,10 @@ func catenaOps(t *testing.T, cacheDir string) []journal.Op {
 		return nil
 	}
 	require.NoError(t, err)
+	raw = raw[:bytes.LastIndexByte(raw, '\n')+1]
+	if len(raw) == 0 {
+		return nil
+	}
 	var ops []journal.Op
 	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
 		var op journal.Op

@@ -59,7 +59,7 @@ func TestCRIORestartDuringSlowDEL(t *testing.T) {
 		stopped := make(chan error, 1)
 		go func() { stopped <- c.stopPod(id) }()
 		c.waitLog(deleting, before)
-		time.Sleep(300 * time.Millisecond) // Catena is in the failer's 3 s sleep
+		waitPluginProc(t, id, "failer", 3*time.Second) // Catena is in the failer's 3 s sleep
 		assert.NotContains(t, failerLog(t, flog), "DEL "+id+" eth0", "%v: the DEL is in flight", sig)
 		start := time.Now()
 		c.restart(sig)

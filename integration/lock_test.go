@@ -33,8 +33,9 @@ func hangingFailer(hang, pidFile string) string {
 //     PID, ADD, and since when;
 //   - a DEL of the same attachment waits lockTimeout, then fails with code
 //     11 naming that holder; another attachment is not delayed at all;
-//   - the runtime's deadline (libcni kills the plugin when its context
-//     ends: the only deadline a CNI runtime gives) ends catena and, by its
+//   - the runtime's context ending (libcni kills the plugin when its
+//     context ends, by deadline or cancel: the only deadline a CNI runtime
+//     gives) ends catena and, by its
 //     parent-death signal, the delegate; the kernel drops the flock, so the
 //     next DEL gets the lock at once and tears down what the record says
 //     the interrupted ADD holds. No lock file is left.
@@ -46,7 +47,9 @@ func TestLockHolderWaitersAndRuntimeDeadline(t *testing.T) {
 	held := w.rt(w.id+"-held", nil)
 	w.delAtCleanup(list, held)
 
-	ctx, cancel := context.WithTimeout(bg, 10*time.Second) // the runtime's deadline
+	// The runtime's context: ended below, once the checks that need the
+	// ADD stuck are done, as its deadline would end it.
+	ctx, cancel := context.WithCancel(bg)
 	defer cancel()
 	started := time.Now()
 	addErr := make(chan error, 1)
@@ -94,10 +97,11 @@ func TestLockHolderWaitersAndRuntimeDeadline(t *testing.T) {
 	default:
 	}
 
-	// The runtime's deadline: libcni SIGKILLs catena.
+	// The runtime's context ends: libcni SIGKILLs catena.
+	cancel()
 	err = <-addErr
 	require.Error(t, err)
-	require.ErrorIs(t, ctx.Err(), context.DeadlineExceeded)
+	require.ErrorIs(t, ctx.Err(), context.Canceled)
 	assert.True(t, proctest.Gone(t, holder.PID), "catena was killed")
 	// The kernel sends the parent-death signal as catena exits; the
 	// delegate may not have run to handle it by the time Wait returns.

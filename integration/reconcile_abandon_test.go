@@ -56,9 +56,15 @@ func TestReconcileAbandonAfter(t *testing.T) {
 		require.Error(t, n.d.stopPod(id), "Stop fails: the failer's DEL fails")
 		failing := n.delFailedSince(id)
 
-		// off: held, for as long as it lasts
-		time.Sleep(heldFor)
+		// off: held, for as long as it lasts; the gauges are set at the
+		// end of each pass
 		fams := off.scrape()
+		off.waitFor("held a while, and retried", 4*heldFor, func() (bool, string) {
+			fams = off.scrape()
+			oldest := sampleSum(fams, "catena_oldest_held_attachment_age_seconds")
+			retries := sampleSum(fams, "catena_teardown_retries_total", "outcome=error")
+			return oldest >= (heldFor-2*interval).Seconds() && retries > 0, fmt.Sprintf("oldest held %.2fs, %.0f failed retries", oldest, retries)
+		})
 		held, oldest := sampleSum(fams, "catena_held_attachments"), sampleSum(fams, "catena_oldest_held_attachment_age_seconds")
 		failedRetries := sampleSum(fams, "catena_teardown_retries_total", "outcome=error")
 		assert.Equal(t, 1.0, held)

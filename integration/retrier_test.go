@@ -207,9 +207,9 @@ func TestRetrierHoldsNothingOfTheRuntime(t *testing.T) {
 		assert.Equal(t, "/dev/null", target, "fd %d", fd)
 	}
 
-	// Kill it mid-DEL (the hung delegate is running): the record stays,
-	// its next attempt pushed out by the lease taken before the attempt.
-	time.Sleep(500 * time.Millisecond)
+	// Kill it mid-DEL, once the hung delegate runs (its lease is taken
+	// before): the record stays, its next attempt pushed out by the lease.
+	waitPluginProc(t, hung.ContainerID, "failer", 2*timeout)
 	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
 	reapRetriers(t, w.cacheDir, 2*time.Second)
 	rec := filepath.Join(w.cacheDir, "records", net, hung.ContainerID+":eth0.json")

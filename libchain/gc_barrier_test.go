@@ -141,11 +141,13 @@ func TestGCNeverOmitsAnADDThatPassedTheDelegate(t *testing.T) {
 
 // barrierWaits is a store whose barrier notes when each shared request
 // (an ADD's) was made and how long it waited: what an ADD waits for a GC,
-// apart from its own writes and the machine's load.
+// apart from its own writes and the machine's load; and when the first
+// exclusive request (a GC's, after its teardowns) was made.
 type barrierWaits struct {
 	*cache.DiskStore
-	mu    sync.Mutex
-	waits []barrierWait
+	mu          sync.Mutex
+	waits       []barrierWait
+	exclusiveAt time.Time
 }
 
 type barrierWait struct {
@@ -157,6 +159,13 @@ var _ cache.Barrier = (*barrierWaits)(nil)
 
 func (b *barrierWaits) Barrier(ctx context.Context, network string, exclusive bool) (cache.Unlocker, error) {
 	at := time.Now()
+	if exclusive {
+		b.mu.Lock()
+		if b.exclusiveAt.IsZero() {
+			b.exclusiveAt = at
+		}
+		b.mu.Unlock()
+	}
 	u, err := b.DiskStore.Barrier(ctx, network, exclusive)
 	if !exclusive {
 		b.mu.Lock()
@@ -179,13 +188,9 @@ func TestADDWaitsOnlyForGCForwards(t *testing.T) {
 	eng, exec, conf := barrierEngine(t, store, "dead")
 	store.waits = nil // the setup's ADD
 	const forward, teardown = 100 * time.Millisecond, 600 * time.Millisecond
-	var forwardsOnce, teardownOnce sync.Once
-	var forwardsAt time.Time
+	var teardownOnce sync.Once
 	tearing := make(chan struct{})
-	exec.onGC = func(context.Context, string) {
-		forwardsOnce.Do(func() { forwardsAt = time.Now() })
-		time.Sleep(forward)
-	}
+	exec.onGC = func(context.Context, string) { time.Sleep(forward) }
 	exec.onDel = func() {
 		teardownOnce.Do(func() { close(tearing) })
 		time.Sleep(teardown / 2)
@@ -204,7 +209,7 @@ func TestADDWaitsOnlyForGCForwards(t *testing.T) {
 		select {
 		case gcTook := <-gcDone:
 			store.mu.Lock()
-			waits := store.waits
+			waits, forwardsAt := store.waits, store.exclusiveAt
 			store.mu.Unlock()
 			require.Len(t, waits, adds, "one shared barrier per ADD")
 			var during, longest time.Duration
