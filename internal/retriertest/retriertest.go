@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -43,7 +42,7 @@ func PIDs(cacheDir string) ([]int, error) {
 			if err != nil {
 				continue
 			}
-			if state, ppid, ok := statOf(pid); ok && state != 'Z' {
+			if state, ppid, err := proctest.Stat(pid); err == nil && !proctest.Dead(state) {
 				parents[pid] = ppid
 			}
 		}
@@ -56,29 +55,6 @@ func PIDs(cacheDir string) ([]int, error) {
 	}
 	slices.Sort(pids)
 	return pids, nil
-}
-
-// statOf returns pid's state (R, S, Z, ...) and its parent's pid from
-// /proc/PID/stat; ok is false if it cannot be read (the process is gone).
-func statOf(pid int) (state byte, ppid int, ok bool) {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, 0, false
-	}
-	// pid (comm) state ppid ...: comm may hold spaces and parentheses.
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, 0, false
-	}
-	fields := strings.Fields(string(stat[i+1:]))
-	if len(fields) < 2 || len(fields[0]) != 1 {
-		return 0, 0, false
-	}
-	ppid, err = strconv.Atoi(fields[1])
-	if err != nil {
-		return 0, 0, false
-	}
-	return fields[0][0], ppid, true
 }
 
 // Reap waits up to within for cacheDir's retriers to exit, then kills
