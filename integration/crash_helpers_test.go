@@ -1,8 +1,6 @@
 package integration
 
 import (
-	"slices"
-
 	"github.com/catena-cni/catena/internal/proctest"
 
 	"bufio"
@@ -105,9 +103,9 @@ func pluginProcs(t *testing.T, containerID string) []string {
 	return out
 }
 
-// pluginProc returns the PID of the one live process named comm run for
+// pluginPIDs are the PIDs of the live processes named comm run for
 // containerID.
-func pluginProc(t *testing.T, containerID, comm string) int {
+func pluginPIDs(t *testing.T, containerID, comm string) []int {
 	t.Helper()
 	var pids []int
 	for _, p := range pluginProcs(t, containerID) {
@@ -119,6 +117,14 @@ func pluginProc(t *testing.T, containerID, comm string) int {
 			pids = append(pids, pid)
 		}
 	}
+	return pids
+}
+
+// pluginProc returns the PID of the one live process named comm run for
+// containerID.
+func pluginProc(t *testing.T, containerID, comm string) int {
+	t.Helper()
+	pids := pluginPIDs(t, containerID, comm)
 	require.Len(t, pids, 1, "one %s for %s", comm, containerID)
 	require.Greater(t, pids[0], 1)
 	return pids[0]
@@ -128,9 +134,8 @@ func pluginProc(t *testing.T, containerID, comm string) int {
 // containerID: a delegate that is running, not only about to be.
 func waitPluginProc(t *testing.T, containerID, comm string, within time.Duration) {
 	t.Helper()
-	require.Eventually(t, func() bool {
-		return slices.ContainsFunc(pluginProcs(t, containerID), func(p string) bool { return strings.HasSuffix(p, " ("+comm+")") })
-	}, within, 20*time.Millisecond, "a %s running for %s", comm, containerID)
+	require.Eventually(t, func() bool { return len(pluginPIDs(t, containerID, comm)) > 0 },
+		within, 20*time.Millisecond, "a %s running for %s", comm, containerID)
 }
 
 // requireNoPluginProcs waits (up to 5s: a parent-death signal is delivered

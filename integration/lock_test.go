@@ -35,10 +35,10 @@ func hangingFailer(hang, pidFile string) string {
 //     11 naming that holder; another attachment is not delayed at all;
 //   - the runtime's context ending (libcni kills the plugin when its
 //     context ends, by deadline or cancel: the only deadline a CNI runtime
-//     gives) ends catena and, by its
-//     parent-death signal, the delegate; the kernel drops the flock, so the
-//     next DEL gets the lock at once and tears down what the record says
-//     the interrupted ADD holds. No lock file is left.
+//     gives) ends catena and, by its parent-death signal, the delegate;
+//     the kernel drops the flock, so the next DEL gets the lock at once
+//     and tears down what the record says the interrupted ADD holds. No
+//     lock file is left.
 func TestLockHolderWaitersAndRuntimeDeadline(t *testing.T) {
 	w := newWorld(t)
 	const net = "itlock"

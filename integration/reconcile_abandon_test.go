@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -58,7 +59,7 @@ func TestReconcileAbandonAfter(t *testing.T) {
 
 		// off: held, for as long as it lasts; the gauges are set at the
 		// end of each pass
-		fams := off.scrape()
+		var fams map[string]*dto.MetricFamily
 		off.waitFor("held a while, and retried", 4*heldFor, func() (bool, string) {
 			fams = off.scrape()
 			oldest := sampleSum(fams, "catena_oldest_held_attachment_age_seconds")
