@@ -22,12 +22,13 @@
 //	pending/<network>/.due                  the network's retry stamp (pending_stamp.go)
 //	retrier.lock                            held by whoever runs the retries outside the runtime's calls (retrier.go)
 //	reconcile/<network>/<name>.json         the node reconciler's marks (marks.go)
+//	tombstones/<network>/<name>.json        an attachment torn down outside the runtime's DEL (tombstone.go), cleared by its runtime's next DEL, pruned by GC
 //	quarantine/<network>_<name>.<unixnano>.json   a corrupt record moved aside (quarantine.go), pruned by GC (quarantine_prune.go)
 //	quarantine/<network>.<unixnano>         a whole records/<network> that could not be trusted
 //	versions/<hash of the binary's path>.json     a delegate binary's VERSION answer (versions.go)
 //	events/events.jsonl, events.jsonl.1     the event journal, written and read by the engine, not by this package
 //
-// Records and marks are state: written durably (durable.go, journal.go).
+// Records, marks and tombstones are state: written durably (durable.go, journal.go).
 // Markers, stamps and the version cache are hints: a missing or torn one
 // costs work, never correctness. A lock file says who holds it and for
 // which key; the flock is the lock.
@@ -44,6 +45,7 @@
 //	RetryScheduler     says whether a retry pass may be due without reading a marker (pending_stamp.go)
 //	Prober             a health check of the storage, for STATUS (probe.go)
 //	QuarantinePruner   bounds what quarantine/ keeps (quarantine_prune.go)
+//	Tombstones         the tombstones of attachments torn down outside the runtime's DEL (tombstone.go)
 //
 // The reconciler's marks are a store of their own, MarkStore (DiskMarks).
 //
@@ -81,6 +83,7 @@
 //	marks.go            MarkStore and DiskMarks: the reconciler's marks
 //	probe.go            Prober: the store's health check and audit
 //	versions.go         VersionCache: delegates' VERSION answers by binary identity
+//	tombstone.go        Tombstones: Bury, TombstoneOf, Unbury, PruneTombstones
 //
 // cache/faultfs has the fault-injecting and crash-modelling filesystems
 // the durability tests run on.

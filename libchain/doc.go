@@ -22,7 +22,8 @@
 //	procscan.go       ProcScanner: which network namespaces hold a process, seen through /proc (GC and the node reconciler)
 //	barrier.go        the network barrier an ADD holds shared and a GC exclusive (cache.Barrier)
 //	gate.go           the stdin gate: a delegate gets its request only once its record is durable
-//	norecord.go       a DEL without a record: the primary's attachment adopted, else, handed an ADD's result, every delegate DELed best-effort
+//	norecord.go       a DEL without a record: a tombstone's key left alone, the primary's attachment adopted, else, handed an ADD's result and no live record holding its addresses, every delegate DELed best-effort
+//	tombstone.go      the tombstone a teardown outside the runtime's DEL leaves, so that a stale DEL invokes nothing; the addresses of results
 //	orphan.go         a DEL without a record tears down what the primary made (OrphanFinder)
 //	reclaim.go        Reclaim: the node reconciler's teardown of one attachment whose sandbox is gone
 //	repair.go         Repair and Abandon, for catenactl repair

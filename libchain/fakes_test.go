@@ -42,13 +42,15 @@ func (c call) prevResult() map[string]any {
 }
 
 // fakeExec is an Executor whose delegates are in-memory. A delegate named
-// "ipam" hands out 10.0.0.<n>/24; every other delegate returns its
-// prevResult, as a chained plugin does.
+// "ipam" hands out 10.0.0.<n>/24 (10.0.0.1/24 every time with oneAddress:
+// a range of one address, reused once freed); every other delegate returns
+// its prevResult, as a chained plugin does.
 type fakeExec struct {
-	mu    sync.Mutex
-	calls []call
-	by    map[string]behaviour
-	next  int
+	mu         sync.Mutex
+	calls      []call
+	by         map[string]behaviour
+	next       int
+	oneAddress bool
 }
 
 var _ Executor = (*fakeExec)(nil)
@@ -104,6 +106,9 @@ func (f *fakeExec) Add(ctx context.Context, c Call) (types.Result, error) {
 	f.mu.Lock()
 	f.next++
 	n := f.next
+	if f.oneAddress {
+		n = 1
+	}
 	f.mu.Unlock()
 	r := &current.Result{CNIVersion: current.ImplementedSpecVersion,
 		Interfaces: []*current.Interface{{Name: c.Args.IfName, Sandbox: c.Args.NetNS}},
@@ -167,12 +172,58 @@ type memStore struct {
 	removes  int
 	failSave func(n int) error // n: 1-based number of the save
 	moved    []cache.Key
+	tombs    map[cache.Key]cache.Tombstone
+	failBury error
 }
 
-var _ cache.Store = (*memStore)(nil)
+var (
+	_ cache.Store      = (*memStore)(nil)
+	_ cache.Tombstones = (*memStore)(nil)
+)
 
 func newMemStore() *memStore {
-	return &memStore{recs: map[cache.Key][]byte{}, corrupt: map[cache.Key]bool{}, held: map[cache.Key]cache.Holder{}}
+	return &memStore{recs: map[cache.Key][]byte{}, corrupt: map[cache.Key]bool{}, held: map[cache.Key]cache.Holder{},
+		tombs: map[cache.Key]cache.Tombstone{}}
+}
+
+func (s *memStore) Bury(t cache.Tombstone) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failBury != nil {
+		return s.failBury
+	}
+	s.tombs[t.Key] = t
+	return nil
+}
+
+func (s *memStore) TombstoneOf(key cache.Key) (*cache.Tombstone, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.tombs[key]
+	if !ok {
+		return nil, cache.ErrNotFound
+	}
+	return &t, nil
+}
+
+func (s *memStore) Unbury(key cache.Key) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.tombs, key)
+	return nil
+}
+
+func (s *memStore) PruneTombstones(now time.Time, maxAge time.Duration, _ int) ([]cache.Key, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var pruned []cache.Key
+	for k, t := range s.tombs {
+		if t.Released.Before(now.Add(-maxAge)) {
+			delete(s.tombs, k)
+			pruned = append(pruned, k)
+		}
+	}
+	return pruned, nil
 }
 
 type memUnlock struct {

@@ -135,6 +135,7 @@ func (e *Engine) collectGarbage(ctx context.Context, req Request, opts GCOptions
 				rep.Errors = append(rep.Errors, err.Error())
 			}
 		}
+		e.pruneTombstones()
 	}
 	if opts.StaleNetNS || opts.SkipDelegates || opts.DryRun {
 		return rep, reportErr(req, rep)

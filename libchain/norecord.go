@@ -2,28 +2,50 @@ package libchain
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/libchain/journal"
 )
 
-// delNoRecord is a DEL that finds no record of its attachment. What
-// Engine.Orphans finds of it is adopted and torn down first (delOrphan).
-// Failing that, a DEL handed the result of an ADD as its prevResult
-// releases best-effort what the delegates hold (releaseNoRecord), and a
-// DEL without one invokes nothing. Either succeeds: a DEL with no record
-// never wedges a sandbox.
+// What a DEL with no record did, in OpRelease.Outcome (package journal).
+const (
+	ReleaseTombstone = journal.ReleaseTombstone
+	ReleaseKept      = journal.ReleaseKept
+	ReleaseReleased  = journal.ReleaseReleased
+	ReleasePartial   = journal.ReleasePartial
+	ReleaseFailed    = journal.ReleaseFailed
+)
+
+// delNoRecord is a DEL that finds no record of its attachment. In order:
+//
+//   - a tombstone of the key (Catena tore the attachment down outside the
+//     runtime's DEL: a retry, GC, a reclaim, a repair) invokes nothing and
+//     is cleared: the result the runtime still holds names what may be
+//     another pod's by now (tombstone.go);
+//   - what Engine.Orphans finds of it is adopted and torn down (delOrphan);
+//   - handed the result of an ADD as its prevResult, it releases
+//     best-effort what the delegates hold, unless something else may hold
+//     it (releaseNoRecord);
+//   - else it invokes nothing.
+//
+// Each succeeds: a DEL with no record never wedges a sandbox.
 //
 // libcni's DelNetworkList (v1.3.1) passes as prevResult the result it
 // cached in AddNetworkList, which caches one only once every plugin's ADD
 // succeeded; it removes it once a DelNetworkList succeeds, and reads none
 // for a conflist below CNI 0.4.0. So the runtimes' DELs after a failed
 // ADD, containerd 2.4's second DEL of Remove and a DEL of an attachment
-// never added carry none; one that does, with no record behind it, is the
+// never added carry none. One that does, with no record behind it, is the
 // DEL of a completed ADD whose record was lost (the cache dir wiped, the
-// file deleted), or a repeat of a DEL that completed while its runtime
-// died before it could forget the result. The plain chain's DEL frees
-// what the delegates hold in both cases; Catena's must not free less.
+// file deleted), or a repeat of a DEL that completed: the runtime's own
+// (it died before it could forget the result, or an operator's cnitool
+// repeats it), or another teardown's (a tombstone then says so).
 func (e *Engine) delNoRecord(ctx context.Context, req Request, key cache.Key) error {
+	if e.delTombstoned(ctx, key) {
+		return nil
+	}
 	if adopted, err := e.delOrphan(ctx, req, key); adopted || err != nil {
 		return err
 	}
@@ -36,7 +58,12 @@ func (e *Engine) delNoRecord(ctx context.Context, req Request, key cache.Key) er
 // releaseNoRecord DELs every delegate of the DEL's config (the one the
 // runtime cached at ADD) in reverse, as recoverCorrupt does for a record
 // that does not verify, each with the DEL's prevResult converted to its
-// version, as a recorded teardown passes the latest result.
+// version, as a recorded teardown passes the latest result. Before it,
+// under the network's barrier held exclusive (so that no ADD of the
+// network is between its lock and its first record write), it checks that
+// no live record holds what the result names (heldElsewhere): delegates
+// such as firewall free by address, and the address may have been given
+// to another pod since. On any doubt it invokes nothing.
 //
 // It passes no CNI_NETNS: with no record there is no namespace identity
 // to prove that the runtime's path still holds the ADD's namespace
@@ -45,14 +72,89 @@ func (e *Engine) delNoRecord(ctx context.Context, req Request, key cache.Key) er
 // by container ID, a rule) and enter none that may be another pod's.
 //
 // Each failure is logged with the attachment and the delegate, and
-// journaled in Op.NoRecordRelease; the DEL succeeds whatever the
-// delegates answer. Nothing is recorded: a repeated DEL repeats the DELs,
-// which the spec requires to succeed on missing state.
+// journaled in Op.NoRecordRelease with the outcome; the DEL succeeds
+// whatever the delegates answer. Nothing is recorded.
 func (e *Engine) releaseNoRecord(ctx context.Context, req Request, key cache.Key) {
+	rel := OpRelease{Delegates: len(req.Conf.Delegates)}
+	defer func() { traceOf(ctx).released(rel) }()
+	hold, err := e.holdNetworkBounded(ctx, req, "DEL")
+	if err != nil {
+		rel.Outcome, rel.Reason = ReleaseKept, BoundText(err.Error())
+		e.log().Warn("DEL found no record but was handed the result of an ADD: kept, the network's barrier could not be taken",
+			"attachment", key.String(), "error", err)
+		return
+	}
+	defer hold()
+	if why := e.heldElsewhere(key, req.Conf.PrevResult); why != "" {
+		rel.Outcome, rel.Reason = ReleaseKept, BoundText(why)
+		e.log().Warn("DEL found no record but was handed the result of an ADD: kept, something else may hold what it names",
+			"attachment", key.String(), "reason", why)
+		return
+	}
 	e.log().Warn("DEL found no record but was handed the result of an ADD: releasing best-effort, without CNI_NETNS, what the delegates hold",
 		"attachment", key.String(), "delegates", len(req.Conf.Delegates))
 	args := req.Args
 	args.NetNS = ""
-	failed := e.delEvery(ctx, req, key, args, req.Conf.PrevResult, "best-effort DEL with no record failed")
-	traceOf(ctx).released(OpRelease{Delegates: len(req.Conf.Delegates), Failed: failed})
+	rel.Failed = e.delEvery(ctx, req, key, args, req.Conf.PrevResult, "best-effort DEL with no record failed")
+	switch {
+	case len(rel.Failed) == 0:
+		rel.Outcome = ReleaseReleased
+	case len(rel.Failed) < len(req.Conf.Delegates):
+		rel.Outcome = ReleasePartial
+	default:
+		rel.Outcome = ReleaseFailed
+	}
+}
+
+// holdNetworkBounded takes req's network barrier exclusive for at most a
+// third of lockTimeout: the caller already holds an attachment's lock, and
+// an ADD of that same attachment may hold the barrier shared while it
+// waits for that lock, so the wait must end well before the ADD's does.
+func (e *Engine) holdNetworkBounded(ctx context.Context, req Request, verb string) (func(), error) {
+	bounded := *req.Conf
+	bounded.LockTimeout = max(req.Conf.LockTimeout/3, 1)
+	return e.holdNetwork(ctx, Request{Conf: &bounded, Args: req.Args}, verb, true)
+}
+
+// heldElsewhere says why prev's addresses may be held by an attachment
+// other than key, or "" if no record says so: a live record (any phase,
+// any network) whose results name one of them, a record of key's network
+// whose addresses are not known yet (an ADD under way, or one whose
+// outcome is unknown), a record or tombstone that cannot be read, or a
+// prevResult that cannot be read. A prevResult naming no address has
+// nothing to clash by address: "".
+func (e *Engine) heldElsewhere(key cache.Key, prev []byte) string {
+	want, err := resultIPs(prev)
+	if err != nil {
+		return fmt.Sprintf("its prevResult cannot be read: %v", err)
+	}
+	if len(want) == 0 {
+		return ""
+	}
+	keys, err := e.Store.List()
+	if err != nil {
+		return fmt.Sprintf("the records cannot be listed: %v", err)
+	}
+	for _, k := range keys {
+		if k == key {
+			continue
+		}
+		rec, err := e.Store.Load(k)
+		if errors.Is(err, cache.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Sprintf("the record of %s cannot be read: %v", k, err)
+		}
+		held, known := recordIPs(rec)
+		for ip := range want {
+			if held[ip] {
+				return fmt.Sprintf("%s is held by %s", ip, k)
+			}
+		}
+		if !known && k.Network == key.Network {
+			return fmt.Sprintf("the addresses of %s (%s) are not known yet", k, rec.Phase)
+		}
+	}
+	return ""
 }

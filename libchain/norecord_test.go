@@ -57,10 +57,10 @@ func TestDelWithNoRecord(t *testing.T) {
 	}{
 		{name: "no prevResult: nothing invoked", wantCalls: []string{}},
 		{name: "prevResult: every delegate DELed in reverse without CNI_NETNS", prev: lostResult,
-			wantCalls: []string{"DEL tuning", "DEL portmap", "DEL ipam"}, wantRel: &OpRelease{Delegates: 3}},
+			wantCalls: []string{"DEL tuning", "DEL portmap", "DEL ipam"}, wantRel: &OpRelease{Outcome: ReleaseReleased, Delegates: 3}},
 		{name: "a delegate fails: the others are DELed all the same, and the DEL succeeds", prev: lostResult, failDel: "portmap",
 			wantCalls:  []string{"DEL tuning", "DEL portmap", "DEL ipam"},
-			wantRel:    &OpRelease{Delegates: 3, Failed: []OpFailure{{Index: 1, Type: "portmap", Error: "portmap DEL failed on purpose"}}},
+			wantRel:    &OpRelease{Outcome: ReleasePartial, Delegates: 3, Failed: []OpFailure{{Index: 1, Type: "portmap", Error: "portmap DEL failed on purpose"}}},
 			wantFailed: []string{"delegate 1 (portmap)"}},
 		{name: "a record: torn down from it, with the runtime's CNI_NETNS", prev: lostResult, recorded: true,
 			wantCalls: []string{"DEL tuning", "DEL portmap", "DEL ipam"}, wantNetNS: "/var/run/netns/c1"},

@@ -160,6 +160,14 @@ func (t *opTrace) adopted(source string) {
 	t.mu.Unlock()
 }
 
+// verb is the operation's verb; "" for a nil trace.
+func (t *opTrace) verb() string {
+	if t == nil {
+		return ""
+	}
+	return t.op.Verb
+}
+
 // released records what a DEL with no record released (norecord.go).
 func (t *opTrace) released(r OpRelease) {
 	if t == nil {

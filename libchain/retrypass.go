@@ -145,6 +145,9 @@ func (e *Engine) RetryPending(ctx context.Context, req Request, opts RetryOption
 		rep.Passes++
 		e.retryDue(ctx, req, dueOf(pending, e.now(), opts.MaxAttempts), opts.Workers, deadline, &rep)
 		rep.Next = e.stampRetry(req.Conf.Name)
+		if rep.Released > 0 && rep.Passes == 1 {
+			e.pruneTombstones()
+		}
 		now := e.now()
 		if rep.Next.IsZero() || opts.Linger < 0 || rep.Next.Sub(now) > opts.Linger ||
 			!rep.Next.Before(deadline) || !now.Before(deadline) || ctx.Err() != nil {

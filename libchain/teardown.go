@@ -92,6 +92,11 @@ func (b teardownBy) String() string {
 // Teardown does not stop when the caller's context ends: each DEL has its
 // own delegateTimeout, so a rollback is never skipped for lack of time.
 //
+// A teardown no runtime's DEL asked for (byNobody) leaves a tombstone of
+// the key before it removes the record (tombstone.go): the runtime may
+// still DEL the key with the ADD's result, and that DEL must invoke
+// nothing. A rollback leaves none: libcni caches no result of a failed ADD.
+//
 // A rollback saves the record after every successful step, so that its
 // progress can be inspected. Other teardowns do not: they save only when a
 // step fails, and otherwise remove the record at the end. That is safe
@@ -144,6 +149,11 @@ func (e *Engine) teardown(ctx context.Context, conf *NetConf, rec *cache.Record,
 			}
 		}
 	}
+	if by == byNobody {
+		if err := e.bury(ctx, rec); err != nil {
+			return e.keepUnburied(ctx, rec, err)
+		}
+	}
 	if err := e.remove(ctx, rec.Key); err != nil {
 		return fmt.Errorf("everything was torn down but the record could not be removed: %w", err)
 	}
@@ -151,6 +161,20 @@ func (e *Engine) teardown(ctx context.Context, conf *NetConf, rec *cache.Record,
 		e.noteTeardown(rec.Key, nil)
 	}
 	return nil
+}
+
+// keepUnburied keeps rec, torn down but without its tombstone, saved with
+// every step deleted and pending: the next teardown of it invokes nothing
+// and tries the tombstone again. Removed now, a DEL with the ADD's result
+// would find no trace of it.
+func (e *Engine) keepUnburied(ctx context.Context, rec *cache.Record, cause error) error {
+	err := fmt.Errorf("everything was torn down but its tombstone could not be written: %w", cause)
+	rec.Phase, rec.LastError = cache.PhaseNeedsTeardown, err.Error()
+	if serr := e.save(ctx, rec); serr != nil {
+		return errors.Join(err, fmt.Errorf("recording the teardown: %w", serr))
+	}
+	e.markTeardown(rec)
+	return err
 }
 
 func (e *Engine) callDel(ctx context.Context, conf *NetConf, s *cache.Step, latest json.RawMessage, args RuntimeArgs) error {

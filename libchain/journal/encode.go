@@ -52,7 +52,7 @@ func encode(op Op, limit int) ([]byte, error) {
 	// CNI_ARGS) or a release's failures are what does not fit.
 	minimal.Attachment, minimal.Adopted, minimal.Pod = textbound.Cut(op.Attachment, textBound), "", nil
 	if r := op.NoRecordRelease; r != nil {
-		minimal.NoRecordRelease = &OpRelease{Delegates: r.Delegates}
+		minimal.NoRecordRelease = &OpRelease{Outcome: r.Outcome, Delegates: r.Delegates}
 	}
 	if line, err = fitEvent(minimal, limit); line != nil || err != nil {
 		return line, err
@@ -89,13 +89,13 @@ func cutTexts(op Op, keep int) Op {
 	return op
 }
 
-// cutRelease returns a copy of r with each failure's error cut to keep
-// bytes; nil for nil.
+// cutRelease returns a copy of r with its reason and each failure's error
+// cut to keep bytes; nil for nil.
 func cutRelease(r *OpRelease, keep int) *OpRelease {
 	if r == nil {
 		return nil
 	}
-	out := &OpRelease{Delegates: r.Delegates}
+	out := &OpRelease{Outcome: r.Outcome, Reason: textbound.Cut(r.Reason, keep), Delegates: r.Delegates}
 	for _, f := range r.Failed {
 		f.Error = textbound.Cut(f.Error, keep)
 		out.Failed = append(out.Failed, f)

@@ -32,10 +32,13 @@ type Op struct {
 	// their netns path: their delegates freed IPs and rules and left that
 	// namespace, another pod's, alone.
 	NetNSReplaced []string `json:"netnsReplaced,omitempty"`
-	// NoRecordRelease is set on a DEL that found no record (and nothing
-	// to adopt) but was handed the result of an ADD as its prevResult:
-	// it DELed every delegate of its config, best-effort and without
-	// CNI_NETNS, and succeeded whatever they answered.
+	// NoRecordRelease is set on a DEL that found no record and nothing
+	// to adopt but a tombstone (Outcome "tombstone": nothing invoked), or
+	// was handed the result of an ADD as its prevResult: it then DELed
+	// every delegate of its config, best-effort and without CNI_NETNS
+	// ("released", "partial", "failed"), or invoked nothing because
+	// something else may hold what the result names ("kept"); it
+	// succeeded whatever they answered.
 	NoRecordRelease *OpRelease `json:"noRecordRelease,omitempty"`
 	// Pod is the Kubernetes pod of the attachment, from the K8S_POD_*
 	// CNI_ARGS that a CRI runtime passes; nil for any other caller.
@@ -64,12 +67,35 @@ type OpPod struct {
 	UID       string `json:"uid,omitempty"`
 }
 
-// OpRelease is what a DEL with no record released: how many delegates
-// it DELed, and each one whose DEL failed or could not be made.
+// OpRelease is what a DEL with no record released: how it ended, why
+// when it invoked nothing, how many delegates it DELed, and each one
+// whose DEL failed or could not be made.
 type OpRelease struct {
+	// Outcome: tombstone, kept, released, partial or failed.
+	Outcome   string      `json:"outcome,omitempty"`
+	Reason    string      `json:"reason,omitempty"`
 	Delegates int         `json:"delegates"`
 	Failed    []OpFailure `json:"failed,omitempty"`
 }
+
+// What a DEL with no record did, in OpRelease.Outcome.
+const (
+	// ReleaseTombstone: Catena had torn the attachment down already (a
+	// tombstone said so); no delegate was invoked.
+	ReleaseTombstone = "tombstone"
+	// ReleaseKept: handed a result, it invoked no delegate, because
+	// something else may hold what the result names (Reason says what).
+	ReleaseKept = "kept"
+	// ReleaseReleased: every delegate's DEL succeeded.
+	ReleaseReleased = "released"
+	// ReleasePartial: some delegates' DELs failed (OpRelease.Failed).
+	ReleasePartial = "partial"
+	// ReleaseFailed: every delegate's DEL failed.
+	ReleaseFailed = "failed"
+)
+
+// ReleaseOutcomes lists every OpRelease.Outcome.
+var ReleaseOutcomes = []string{ReleaseTombstone, ReleaseKept, ReleaseReleased, ReleasePartial, ReleaseFailed}
 
 // OpFailure is one delegate's failed DEL within an OpRelease.
 type OpFailure struct {

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -20,6 +21,7 @@ type Metrics struct {
 	opDuration    *prometheus.HistogramVec
 	skippedLines  *prometheus.CounterVec
 	netnsReplaced prometheus.Counter
+	noRecordDels  *prometheus.CounterVec
 
 	records    *prometheus.GaugeVec
 	held       prometheus.Gauge
@@ -74,6 +76,11 @@ func New() *Metrics {
 		Help: "Lines of the event journal that were not an operation (junk, torn or too long) and were skipped, by reader: metrics (the operation metrics) or events (the Kubernetes events, of which no event was made)."}, []string{"reader"})
 	m.netnsReplaced = counter("catena_teardown_netns_replaced_total",
 		"Teardowns run without CNI_NETNS because another namespace than the ADD's stood at the attachment's netns path (a reused path): the delegates freed IPs and rules and left that namespace alone.")
+	m.noRecordDels = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "catena_norecord_dels_total",
+		Help: "DELs that found no record and were handed a result, or found a tombstone, by outcome: tombstone (already torn down: nothing invoked), kept (something else may hold what the result names: nothing invoked), released, partial or failed (the delegates' DELs)."}, []string{"outcome"})
+	for _, o := range journal.ReleaseOutcomes {
+		m.noRecordDels.WithLabelValues(o)
+	}
 	m.records = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "catena_records",
 		Help: "Attachment records at the last reconcile pass, by network and phase (unreadable: the record cannot be trusted)."}, []string{"network", "phase"})
 	m.held = gauge("catena_held_attachments", "Attachments whose teardown failed and is still held (phase needs-teardown) after the last pass and its retries.")
@@ -100,7 +107,7 @@ func New() *Metrics {
 	for _, by := range []string{nodeconf.TakenByCilium, nodeconf.TakenByOther} {
 		m.conflistUndone.WithLabelValues(by)
 	}
-	m.Registry.MustRegister(m.ops, m.opDuration, m.skippedLines, m.records, m.kept, m.retries, m.adoptions, m.conflistUndone,
+	m.Registry.MustRegister(m.ops, m.opDuration, m.skippedLines, m.noRecordDels, m.records, m.kept, m.retries, m.adoptions, m.conflistUndone,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -125,6 +132,13 @@ func (m *Metrics) ObserveOp(op journal.Op) {
 	m.ops.WithLabelValues(verb, outcome).Inc()
 	m.opDuration.WithLabelValues(verb, outcome).Observe(op.Duration.Seconds())
 	m.netnsReplaced.Add(float64(len(op.NetNSReplaced)))
+	if r := op.NoRecordRelease; r != nil {
+		o := r.Outcome
+		if !slices.Contains(journal.ReleaseOutcomes, o) {
+			o = "other"
+		}
+		m.noRecordDels.WithLabelValues(o).Inc()
+	}
 }
 
 // label bounds a label value taken from the journal: a line that parses

@@ -234,3 +234,18 @@ func TestNetNSReplacedCounted(t *testing.T) {
 	m.ObserveOp(journal.Op{Verb: "DEL", Outcome: "ok"})
 	assert.Equal(t, 3.0, testutil.ToFloat64(m.netnsReplaced))
 }
+
+// TestNoRecordDelsCounted: each DEL with no record that found a tombstone
+// or was handed a result is counted by its outcome; a hostile outcome is
+// "other"; a DEL without either is not counted.
+func TestNoRecordDelsCounted(t *testing.T) {
+	m := New()
+	for _, o := range []string{"tombstone", "kept", "kept", "released", "partial", "failed", "<junk>"} {
+		m.ObserveOp(journal.Op{Verb: "DEL", Outcome: "ok", NoRecordRelease: &journal.OpRelease{Outcome: o}})
+	}
+	m.ObserveOp(journal.Op{Verb: "DEL", Outcome: "ok"})
+	want := map[string]float64{"tombstone": 1, "kept": 2, "released": 1, "partial": 1, "failed": 1, "other": 1}
+	for o, n := range want {
+		assert.Equal(t, n, testutil.ToFloat64(m.noRecordDels.WithLabelValues(o)), o)
+	}
+}
