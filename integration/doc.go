@@ -12,6 +12,7 @@
 //	                       a real chain through catena: ADD, CHECK, DEL, concurrency, versions, locks, trust
 //	crash_                 catena killed at every crash point of a failpoint build, and recovery
 //	gc_, retrier_, netns_identity_   GC, the detached retrier, a new namespace at a reused netns path
+//	stale_                 a stale DEL of a torn-down attachment after its address went to another pod
 //	catenactl_             catenactl over a real chain's records
 //	agent_, netdir_, cilium_exclusive_   catena-agent install, run and uninstall over a real conf dir
 //	calico_, flannel_      Calico-shaped and flannel primaries

@@ -42,7 +42,7 @@ func setup(m *testing.M) (int, error) {
 	if ref == "" {
 		ref = filepath.Join(root, "bin", "cni")
 	}
-	for _, p := range []string{"bridge", "host-local", "portmap", "tuning", "loopback"} {
+	for _, p := range []string{"bridge", "host-local", "portmap", "tuning", "loopback", "firewall"} {
 		src := filepath.Join(ref, p)
 		if _, err := os.Stat(src); err != nil {
 			return 0, fmt.Errorf("reference plugin %s missing (run `make plugins`): %w", p, err)
