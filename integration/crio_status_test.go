@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/catena-cni/catena/libchain/journal"
 )
 
 // failerLog is the failer's log of invocations, one line each.
@@ -155,6 +157,7 @@ func TestCRIOStatusAndCheck(t *testing.T) {
 		}
 		require.NotNil(t, op.NoRecordRelease, "the journal says the first DEL released")
 		assert.Equal(t, 2, op.NoRecordRelease.Delegates)
+		assert.Equal(t, journal.ReleaseReleased, op.NoRecordRelease.Outcome, op.NoRecordRelease.Reason)
 		assert.Empty(t, op.NoRecordRelease.Failed)
 		require.Len(t, op.Calls, 2)
 		assert.Equal(t, []string{"failer", "bridge"}, []string{op.Calls[0].Type, op.Calls[1].Type}, "in reverse")

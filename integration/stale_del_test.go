@@ -142,9 +142,9 @@ func (n *reuseNode) lastRelease(t *testing.T, a *libcni.RuntimeConf) *journal.Op
 // two CNI-FORWARD rules (2 → 0) and the DEL answered success.
 func TestStaleDelNeverFreesTheNewOwner(t *testing.T) {
 	finish := []struct {
-		name   string
+		name    string
 		retrier bool // the detached retrier the failed DEL starts does it
-		run    func(t *testing.T, n *reuseNode, a *libcni.RuntimeConf)
+		run     func(t *testing.T, n *reuseNode, a *libcni.RuntimeConf)
 	}{
 		{name: "the detached retrier", retrier: true, run: func(t *testing.T, n *reuseNode, a *libcni.RuntimeConf) {
 			require.Eventually(t, func() bool { return len(n.w.records(n.net)) == 0 }, 30*time.Second, 50*time.Millisecond,

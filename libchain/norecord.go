@@ -75,7 +75,7 @@ func (e *Engine) delNoRecord(ctx context.Context, req Request, key cache.Key) er
 // journaled in Op.NoRecordRelease with the outcome; the DEL succeeds
 // whatever the delegates answer. Nothing is recorded.
 func (e *Engine) releaseNoRecord(ctx context.Context, req Request, key cache.Key) {
-	rel := OpRelease{Delegates: len(req.Conf.Delegates)}
+	var rel OpRelease
 	defer func() { traceOf(ctx).released(rel) }()
 	hold, err := e.holdNetworkBounded(ctx, req, "DEL")
 	if err != nil {
@@ -95,6 +95,7 @@ func (e *Engine) releaseNoRecord(ctx context.Context, req Request, key cache.Key
 		"attachment", key.String(), "delegates", len(req.Conf.Delegates))
 	args := req.Args
 	args.NetNS = ""
+	rel.Delegates = len(req.Conf.Delegates)
 	rel.Failed = e.delEvery(ctx, req, key, args, req.Conf.PrevResult, "best-effort DEL with no record failed")
 	switch {
 	case len(rel.Failed) == 0:
