@@ -326,7 +326,7 @@ func (e *Engine) collectOne(ctx context.Context, req Request, key cache.Key, p g
 		case nsNone:
 			keep("no netns recorded: staleness cannot be judged")
 			return
-		case nsSame, nsUnverified:
+		case nsSame, nsUnverified, nsSameInode:
 			keep(why)
 			return
 		}

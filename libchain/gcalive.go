@@ -28,7 +28,8 @@ func (l *procLook) get() (NetNSProcesses, error) {
 // netns path is gone or replaced), or "" if nothing speaks for it:
 //
 //   - the namespace of its ADD (rec.NetNSID) holds a process: its sandbox
-//     runs, whatever the runtime lists;
+//     runs, whatever the runtime lists (where either side's namespace ID
+//     is unknown, a process in any namespace with its inode counts);
 //   - the scan could not see every process, and its netns path is still
 //     the namespace of its ADD (or cannot be read);
 //   - it has no identity (an earlier build) and its netns path still
@@ -51,14 +52,14 @@ func (e *Engine) stillAlive(rec *cache.Record, look *procLook) string {
 		return ""
 	}
 	procs, err := look.get()
-	if who := procs.In[*rec.NetNSID]; who != "" {
+	if who := procs.Holder(*rec.NetNSID); who != "" {
 		return fmt.Sprintf("netns %s still holds a process (%s)", rec.NetNS, who)
 	}
 	doubt := procs.Incomplete
 	if err != nil {
 		doubt = err.Error()
 	}
-	if doubt != "" && (state == nsSame || state == nsUnverified) {
+	if doubt != "" && (state == nsSame || state == nsUnverified || state == nsSameInode) {
 		return fmt.Sprintf("%s, and whether a process is in it is unknown (%s)", why, doubt)
 	}
 	return ""

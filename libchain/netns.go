@@ -20,13 +20,30 @@ type StatNetNSFunc func(path string) (cache.NetNSIdentity, error)
 
 var _ StatNetNSFunc = StatNetNS
 
-// StatNetNS is the real StatNetNSFunc: the device and inode of the nsfs
-// file, and the kernel's never-reused ID of the namespace, from the
-// NS_GET_ID ioctl (Linux 6.18 on) or else the netns cookie of a socket made
-// in it (SO_NETNS_COOKIE, Linux 5.14 on; this needs setns, so root). ID is 0
-// where neither is available; the identity then rests on the inode number
-// alone, which the kernel reuses once a namespace is freed.
+// StatNetNS is the real StatNetNSFunc: NetNSStat{}.Stat.
 func StatNetNS(path string) (cache.NetNSIdentity, error) {
+	return NetNSStat{}.Stat(path)
+}
+
+// NetNSStat identifies network namespaces. Its zero value reads the
+// kernel; a test injects readers that fail.
+type NetNSStat struct {
+	// NSID reads the NS_GET_ID of the nsfs file f; nil means the ioctl.
+	NSID func(f *os.File) (uint64, error)
+	// Cookie reads the netns cookie of a socket made in f's namespace;
+	// nil means SO_NETNS_COOKIE on a socket made there (netnsCookie).
+	Cookie func(f *os.File) (uint64, error)
+}
+
+// Stat is the identity of the namespace whose file is at path: the device
+// and inode of the nsfs file, and the kernel's never-reused ID of the
+// namespace, from the NS_GET_ID ioctl (Linux 6.18 on) or else the netns
+// cookie of a socket made in it (SO_NETNS_COOKIE, Linux 5.14 on; this
+// needs setns, so root). ID is 0, unknown, where neither can be read: the
+// kernel reuses the inode number of a freed namespace, so an identity
+// with an unknown ID never proves a namespace the same, nor another on
+// the same inode (CompareNetNS).
+func (s NetNSStat) Stat(path string) (cache.NetNSIdentity, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
 	if err != nil {
 		return cache.NetNSIdentity{}, fmt.Errorf("netns %s: %w", path, err)
@@ -40,15 +57,58 @@ func StatNetNS(path string) (cache.NetNSIdentity, error) {
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return id, nil // not an nsfs file (those are regular): never matches one
 	}
-	var nsid uint64
-	if _, _, errno := unix.Syscall(unix.SYS_IOCTL, f.Fd(), unix.NS_GET_ID, uintptr(unsafe.Pointer(&nsid))); errno == 0 {
-		id.ID = nsid
+	nsid, cookie := s.NSID, s.Cookie
+	if nsid == nil {
+		nsid = nsGetID
+	}
+	if cookie == nil {
+		cookie = netnsCookie
+	}
+	if v, err := nsid(f); err == nil && v != 0 {
+		id.ID = v
 		return id, nil
 	}
-	if cookie, err := netnsCookie(f); err == nil {
-		id.ID = cookie
+	if v, err := cookie(f); err == nil {
+		id.ID = v
 	}
 	return id, nil
+}
+
+// nsGetID is the NS_GET_ID of the nsfs file f.
+func nsGetID(f *os.File) (uint64, error) {
+	var nsid uint64
+	if _, _, errno := unix.Syscall(unix.SYS_IOCTL, f.Fd(), unix.NS_GET_ID, uintptr(unsafe.Pointer(&nsid))); errno != 0 {
+		return 0, fmt.Errorf("NS_GET_ID: %w", errno)
+	}
+	return nsid, nil
+}
+
+// NetNSMatch is what two identities of a namespace file say of each other.
+type NetNSMatch int
+
+// The matches.
+const (
+	// NetNSSame: the same inode and the same known ID.
+	NetNSSame NetNSMatch = iota
+	// NetNSOther: another inode, or another known ID on the same one.
+	NetNSOther
+	// NetNSDoubt: the same inode, but an ID unknown on either side: the
+	// same namespace, or a later one on its reused inode.
+	NetNSDoubt
+)
+
+// CompareNetNS compares the identity recorded at ADD with one read now. An
+// unknown ID (0) is never a mismatch: on the same inode it is doubt.
+func CompareNetNS(recorded, now cache.NetNSIdentity) NetNSMatch {
+	switch {
+	case recorded.Dev != now.Dev || recorded.Ino != now.Ino:
+		return NetNSOther
+	case recorded.ID == 0 || now.ID == 0:
+		return NetNSDoubt
+	case recorded.ID != now.ID:
+		return NetNSOther
+	}
+	return NetNSSame
 }
 
 // netnsCookie is the SO_NETNS_COOKIE of a socket created in the namespace
@@ -134,6 +194,7 @@ const (
 	nsGone                      // nothing there
 	nsReplaced                  // another namespace (or file) is there
 	nsUnverified                // something is there, but it cannot be told apart
+	nsSameInode                 // the ADD's inode, but an ID unknown: the same namespace or one on its reused inode
 )
 
 // netnsState compares what is at rec.NetNS with the identity recorded at
@@ -156,8 +217,12 @@ func (e *Engine) netnsStateAt(rec *cache.Record, path string) (nsState, string) 
 		return nsUnverified, "netns " + path + " cannot be read: " + err.Error()
 	case rec.NetNSID == nil:
 		return nsUnverified, "netns " + path + " exists, but the record (from an earlier build) has no identity to tell whether it is the same namespace"
-	case cur != *rec.NetNSID:
+	}
+	switch CompareNetNS(*rec.NetNSID, cur) {
+	case NetNSOther:
 		return nsReplaced, "netns " + path + " is now another namespace than the ADD's"
+	case NetNSDoubt:
+		return nsSameInode, "netns " + path + " has the inode of the ADD's namespace, but no namespace ID (the kernel gave none, or it could not be read) tells whether it is that namespace or a later one on its reused inode"
 	}
 	return nsSame, "netns " + path + " still exists"
 }
@@ -177,8 +242,10 @@ func (e *Engine) netnsStateAt(rec *cache.Record, path string) (nsState, string) 
 //
 // A gone path is passed on as the runtime gave it (the delegates' DEL
 // accepts a missing namespace), and a record of an earlier build, with no
-// identity to compare, keeps the runtime's path; a teardown nobody asked
-// for passes neither.
+// identity to compare, keeps the runtime's path, as does a path on the
+// ADD's inode whose namespace ID is unknown (recorded or now: nothing
+// proves it another namespace); a teardown nobody asked for passes none of
+// these, since nothing proves the path still the ADD's namespace.
 func (e *Engine) teardownNetNS(ctx context.Context, rec *cache.Record, path string, by teardownBy) string {
 	if path == "" {
 		return ""
@@ -195,6 +262,10 @@ func (e *Engine) teardownNetNS(ctx context.Context, rec *cache.Record, path stri
 			return path
 		}
 		return ""
+	case nsSameInode:
+		if by != byNobody {
+			return path
+		}
 	case nsReplaced:
 		traceOf(ctx).netnsReplaced(rec.Key)
 	}

@@ -101,3 +101,36 @@ func fileCookie(path string) (uint64, error) {
 	defer func() { _ = f.Close() }()
 	return netnsCookie(f)
 }
+
+// TestStatNetNSReadersFail: where neither NS_GET_ID nor SO_NETNS_COOKIE
+// can be read, the identity keeps the inode and an unknown ID (0); with
+// only the ioctl failing, the cookie stands in. A record made while both
+// could be read, compared with the namespace read now without an ID, is
+// doubt: a runtime's DEL keeps its netns, a teardown nobody asked for
+// passes none, and nothing calls it another namespace.
+func TestStatNetNSReadersFail(t *testing.T) {
+	requireNetNSRoot(t) // the cookie enters the namespace
+	const path = "/proc/self/ns/net"
+	fail := func(*os.File) (uint64, error) { return 0, unix.ENOPROTOOPT }
+	full, err := StatNetNS(path)
+	require.NoError(t, err)
+	require.NotZero(t, full.ID)
+
+	none, err := NetNSStat{NSID: fail, Cookie: fail}.Stat(path)
+	require.NoError(t, err)
+	assert.Equal(t, cache.NetNSIdentity{Dev: full.Dev, Ino: full.Ino}, none)
+	cookieOnly, err := NetNSStat{NSID: fail}.Stat(path)
+	require.NoError(t, err)
+	assert.NotZero(t, cookieOnly.ID, "the cookie stands in for NS_GET_ID")
+	assert.Equal(t, NetNSDoubt, CompareNetNS(full, none))
+	assert.Equal(t, NetNSDoubt, CompareNetNS(none, full))
+
+	eng := &Engine{StatNetNS: NetNSStat{NSID: fail, Cookie: fail}.Stat}
+	rec := &cache.Record{Key: cache.Key{Network: "podnet", ContainerID: "c1", IfName: "eth0"}, NetNS: path, NetNSID: &full}
+	state, why := eng.netnsState(rec)
+	assert.Equal(t, nsSameInode, state, why)
+	ctx, trace := eng.begin(t.Context(), "TEST", rec.Key)
+	assert.Equal(t, path, eng.teardownNetNS(ctx, rec, path, byRuntime))
+	assert.Empty(t, eng.teardownNetNS(ctx, rec, path, byNobody))
+	assert.Empty(t, trace.op.NetNSReplaced)
+}

@@ -32,6 +32,22 @@ type NetNSProcesses struct {
 	Incomplete string
 }
 
+// Holder names a process in the namespace id, or is "". Where id's ID or
+// the scan's is unknown (0), a process in a namespace with the same inode
+// counts: an unknown ID is doubt, which keeps, never proof of another
+// namespace.
+func (p NetNSProcesses) Holder(id cache.NetNSIdentity) string {
+	if who := p.In[id]; who != "" {
+		return who
+	}
+	for seen, who := range p.In {
+		if CompareNetNS(id, seen) == NetNSDoubt {
+			return who
+		}
+	}
+	return ""
+}
+
 // initPIDNS is /proc/self/ns/pid in the host's (initial) PID namespace:
 // the kernel's fixed inode number of init_pid_ns (PROC_PID_INIT_INO).
 const initPIDNS = "pid:[4026531836]"

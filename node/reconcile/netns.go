@@ -58,20 +58,27 @@ func judge(obs NetNSObserver, procs Processes, rec *cache.Record) Evidence {
 	}
 	cur, err := obs.Stat(path)
 	if rec.NetNSID == nil {
-		if who := procs.In[cur]; err == nil && who != "" {
+		if who := procs.Holder(cur); err == nil && who != "" {
 			return Evidence{NSAlive, fmt.Sprintf("%s is in netns %s (the record has no netns identity to tell whether it is the namespace of its ADD)", who, path)}
 		}
 		return Evidence{NSUnknown, "the record (from an earlier build, or adopted) has no netns identity to prove its namespace gone"}
 	}
-	if who := procs.In[*rec.NetNSID]; who != "" {
+	// Holder and CompareNetNS read an unknown namespace ID (0, recorded
+	// or now) as doubt, never as another namespace.
+	if who := procs.Holder(*rec.NetNSID); who != "" {
 		return Evidence{NSAlive, fmt.Sprintf("%s is in the netns of its ADD (%s)", who, path)}
 	}
 	complete := procs.Incomplete == ""
+	match := libchain.CompareNetNS(*rec.NetNSID, cur)
 	switch {
-	case err == nil && cur == *rec.NetNSID && complete:
+	case err == nil && match == libchain.NetNSSame && complete:
 		return Evidence{NSDead, fmt.Sprintf("netns %s is still that of its ADD, but no process is in it", path)}
-	case err == nil && cur == *rec.NetNSID:
+	case err == nil && match == libchain.NetNSDoubt && complete:
+		return Evidence{NSDead, fmt.Sprintf("netns %s has the inode of its ADD's namespace (whose ID is unknown), but no process is in a namespace with that inode", path)}
+	case err == nil && match == libchain.NetNSSame:
 		return Evidence{NSAlive, fmt.Sprintf("netns %s is still that of its ADD (whether a process is in it is unknown: %s)", path, procs.Incomplete)}
+	case err == nil && match == libchain.NetNSDoubt:
+		return Evidence{NSAlive, fmt.Sprintf("netns %s has the inode of its ADD's namespace, and no namespace ID tells whether it is that one (whether a process is in it is unknown: %s)", path, procs.Incomplete)}
 	case err == nil && complete:
 		return Evidence{NSDead, fmt.Sprintf("netns %s is now another namespace, and no process is in that of its ADD", path)}
 	case err == nil:
