@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	cniinvoke "github.com/containernetworking/cni/pkg/invoke"
 	"github.com/containernetworking/cni/pkg/types"
 	"github.com/containernetworking/cni/pkg/version"
+	"golang.org/x/sys/unix"
 
 	"github.com/catena-cni/catena/libchain/internal/failpoint"
 	"github.com/catena-cni/catena/libchain/internal/textbound"
@@ -37,7 +39,10 @@ import (
 //     are kept, the rest is drained and counted, never buffered;
 //   - its stderr reaches Stderr whatever its outcome;
 //   - under a stdin gate (WithStdinGate), it gets its request only once
-//     the gate returned nil.
+//     the gate returned nil;
+//   - should the wait's ppoll fail (anything but EINTR), the delegate and
+//     its group are killed and it is reaped (at most outputGrace), and the
+//     call fails naming the delegate, its outcome unknown.
 //
 // Known gap: Linux sends the parent-death signal when the OS thread that
 // forked the child exits, not the process. The Go runtime does not retire
@@ -46,6 +51,8 @@ import (
 type ProcExec struct {
 	// Stderr receives the delegates' stderr, if set.
 	Stderr io.Writer
+	// poll is the ppoll of each wait; nil means ppoll(2) (child.poll).
+	poll func(fds []unix.PollFd, timeoutMs int) (int, error)
 }
 
 var _ cniinvoke.Exec = (*ProcExec)(nil)
@@ -78,7 +85,11 @@ func (e *ProcExec) ExecPlugin(ctx context.Context, pluginPath string, stdinData 
 		}
 		e.passStderr(pluginPath, stderr)
 		var unreaped *unreapedError
+		var sysErr *os.SyscallError
 		switch {
+		case errors.As(err, &sysErr) && sysErr.Syscall == "ppoll":
+			// wait could not go on, and killed the delegate (killAndReap).
+			return nil, fmt.Errorf("%s was killed, its outcome unknown: %w", pluginPath, err)
 		case errors.As(err, &unreaped):
 			// Killed at ctx's end (ctx.Err() may lag its deadline).
 			return nil, fmt.Errorf("%s was killed, but %w; its outcome is unknown, and it is left to be reaped: %w",
@@ -102,6 +113,7 @@ func (e *ProcExec) run(ctx context.Context, pluginPath string, stdinData []byte,
 		return err
 	}
 	defer c.close()
+	c.poll = e.poll
 	// The delegate starts while its caller makes its record durable; it
 	// gets its request only once the gate opened (gate.go). A closed gate
 	// leaves its stdin empty: it reads EOF.

@@ -3,6 +3,7 @@ package invoke
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -44,6 +45,8 @@ import (
 type child struct {
 	pid, pidfd            int
 	stdin, stdout, stderr int
+	// poll is the ppoll wait makes; nil means rawPoll. A test makes it fail.
+	poll func(fds []unix.PollFd, timeoutMs int) (int, error)
 }
 
 // exitError is a delegate's exit status as os/exec's ExitError says it.
@@ -239,8 +242,8 @@ func (c *child) wait(ctx context.Context, stdin []byte, stdout, stderr io.Writer
 		if !exited {
 			watch(c.pidfd, unix.POLLIN)
 		}
-		if _, err := rawPoll(fds, c.pollTimeout(ctx, now, killed, exited, graceEnd)); err != nil && !errors.Is(err, unix.EINTR) {
-			return os.NewSyscallError("ppoll", err)
+		if _, err := c.ppoll(fds, c.pollTimeout(ctx, now, killed, exited, graceEnd)); err != nil && !errors.Is(err, unix.EINTR) {
+			return c.killAndReap(os.NewSyscallError("ppoll", err), grace)
 		}
 		for _, p := range fds {
 			if p.Revents == 0 {
@@ -275,6 +278,26 @@ func (c *child) wait(ctx context.Context, stdin []byte, stdout, stderr io.Writer
 		return &exitError{status: ws}
 	}
 	return nil
+}
+
+// killAndReap ends a wait that cannot go on (its ppoll failed): the
+// delegate and its process group are killed, as at the deadline, and the
+// delegate is reaped once it has exited, checked every 5 ms (ppoll cannot
+// be trusted to wait), for at most grace; after that it is given up
+// (abandon), as wait gives up one that outlives its kill. cause is wrapped
+// in what it returns.
+func (c *child) killAndReap(cause error, grace time.Duration) error {
+	c.kill()
+	for end := time.Now().Add(grace); !c.hasExited(); time.Sleep(5 * time.Millisecond) {
+		if !time.Now().Before(end) {
+			c.abandon()
+			return fmt.Errorf("waiting for pid %d: %w (it was killed, and %w)", c.pid, cause, &unreapedError{pid: c.pid, grace: grace})
+		}
+	}
+	if _, err := c.reap(); err != nil {
+		return fmt.Errorf("waiting for pid %d: %w (it was killed, and %w)", c.pid, cause, err)
+	}
+	return fmt.Errorf("waiting for pid %d: %w (it was killed and reaped)", c.pid, cause)
 }
 
 // kill sends SIGKILL to the delegate's process group (whatever it started
@@ -391,6 +414,13 @@ func (c *child) reap() (syscall.WaitStatus, error) {
 		}
 		return ws, nil
 	}
+}
+
+func (c *child) ppoll(fds []unix.PollFd, timeoutMs int) (int, error) {
+	if c.poll != nil {
+		return c.poll(fds, timeoutMs)
+	}
+	return rawPoll(fds, timeoutMs)
 }
 
 // rawPoll is ppoll(2), an ordinary (scheduler-aware) system call: see the
