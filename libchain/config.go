@@ -61,7 +61,10 @@ type NetConf struct {
 	PrevResult json.RawMessage
 	// ValidAttachments is cni.dev/valid-attachments, passed on GC.
 	ValidAttachments json.RawMessage
-	Delegates        []Delegate
+	// Attachments is cni.dev/attachments, the spec's first name of the
+	// same list, which libcni sends beside it (parseValid reads both).
+	Attachments json.RawMessage
+	Delegates   []Delegate
 }
 
 // Delegate is one link of the chain, as configured.
@@ -108,6 +111,7 @@ type rawConf struct {
 	RuntimeConfig    map[string]json.RawMessage `json:"runtimeConfig"`
 	PrevResult       json.RawMessage            `json:"prevResult"`
 	ValidAttachments json.RawMessage            `json:"cni.dev/valid-attachments"`
+	Attachments      json.RawMessage            `json:"cni.dev/attachments"`
 	Delegates        []json.RawMessage          `json:"delegates"`
 }
 
@@ -138,6 +142,7 @@ func ParseConfig(data []byte) (*NetConf, error) {
 		LogLevel:         raw.LogLevel,
 		RuntimeConfig:    raw.RuntimeConfig,
 		ValidAttachments: raw.ValidAttachments,
+		Attachments:      raw.Attachments,
 	}
 	if len(raw.PrevResult) > 0 && string(raw.PrevResult) != "null" {
 		conf.PrevResult = raw.PrevResult

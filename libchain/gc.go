@@ -373,33 +373,56 @@ func argsFor(rec *cache.Record, path string) RuntimeArgs {
 	return RuntimeArgs{ContainerID: rec.Key.ContainerID, IfName: rec.Key.IfName, Args: rec.Args, Path: path, NetNS: rec.NetNS}
 }
 
-// forwardGC sends GC to delegate d with the given valid list, within the
-// request's delegateTimeout.
+// The keys of the valid list on GC: the spec's, and the name its first
+// text gave it, which libcni sends too (containernetworking/cni#1101).
+const (
+	validListKey   = "cni.dev/valid-attachments"
+	attachmentsKey = "cni.dev/attachments"
+)
+
+// forwardGC sends GC to delegate d with the given valid list, under both
+// keys, within the request's delegateTimeout.
 func (e *Engine) forwardGC(ctx context.Context, req Request, d Delegate, valid []Attachment) error {
 	list, err := json.Marshal(valid)
 	if err != nil {
 		return fmt.Errorf("GC of %s: encoding valid attachments: %w", d, err)
 	}
-	extra := map[string]json.RawMessage{"cni.dev/valid-attachments": list}
+	extra := map[string]json.RawMessage{validListKey: list, attachmentsKey: list}
 	return e.runPlain(ctx, req, d, "GC", extra)
 }
 
-// parseValid decodes cni.dev/valid-attachments. null is the empty list:
-// libcni marshals a runtime's nil list so (CRI-O's, for a network without
-// sandboxes), and its own GC then DELs every attachment it cached for the
-// network. A GC without the key is refused: the spec requires it, and
-// reading its absence as "nothing is valid" would reclaim everything for a
-// runtime (or cnitool gc) that sends no list at all.
-func parseValid(raw json.RawMessage) ([]Attachment, error) {
-	if len(raw) == 0 {
-		return nil, configError("cni.dev/valid-attachments", "missing on GC")
+// parseValid decodes the runtime's valid list: cni.dev/valid-attachments,
+// cni.dev/attachments, or both. Where both are sent and differ, what either
+// lists is valid: their union, in order, so that GC collects nothing a
+// runtime listed. null is the empty list: libcni marshals a runtime's nil
+// list so (CRI-O's, for a network without sandboxes), and its own GC then
+// DELs every attachment it cached for the network. A GC with neither key
+// is refused: the spec requires the list, and reading its absence as
+// "nothing is valid" would reclaim everything for a runtime (or cnitool
+// gc) that sends no list at all; so is one with either key malformed.
+func parseValid(valid, attachments json.RawMessage) ([]Attachment, error) {
+	if len(valid) == 0 && len(attachments) == 0 {
+		return nil, configError(validListKey, "missing on GC")
 	}
-	var list []Attachment
-	if err := json.Unmarshal(raw, &list); err != nil {
-		return nil, configError("cni.dev/valid-attachments", "not a list of {containerID, ifname}: "+err.Error())
-	}
-	if list == nil {
-		list = []Attachment{} // null
+	list := []Attachment{}
+	seen := map[Attachment]bool{}
+	for _, in := range []struct {
+		key string
+		raw json.RawMessage
+	}{{validListKey, valid}, {attachmentsKey, attachments}} {
+		if len(in.raw) == 0 {
+			continue
+		}
+		var l []Attachment
+		if err := json.Unmarshal(in.raw, &l); err != nil {
+			return nil, configError(in.key, "not a list of {containerID, ifname}: "+err.Error())
+		}
+		for _, a := range l {
+			if !seen[a] {
+				seen[a] = true
+				list = append(list, a)
+			}
+		}
 	}
 	return list, nil
 }

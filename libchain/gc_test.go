@@ -207,8 +207,15 @@ func confWithValid(t *testing.T, valid string) *NetConf {
 	if valid != "" {
 		key = `"cni.dev/valid-attachments":` + valid + `,`
 	}
+	return confWithKeys(t, key)
+}
+
+// confWithKeys is confWithValid's config with the JSON members keys (each
+// followed by a comma) in place of the valid list.
+func confWithKeys(t *testing.T, keys string) *NetConf {
+	t.Helper()
 	conf, err := ParseConfig([]byte(`{"cniVersion":"1.1.0","name":"podnet","type":"catena","cacheDir":"/var/lib/cni/catena",` +
-		`"delegateTimeout":"200ms","lockTimeout":"100ms",` + key + `"delegates":[` + dIPAM + `,` + dPort + `]}`))
+		`"delegateTimeout":"200ms","lockTimeout":"100ms",` + keys + `"delegates":[` + dIPAM + `,` + dPort + `]}`))
 	require.NoError(t, err)
 	return conf
 }

@@ -117,7 +117,7 @@ func TestGCKeepsARecordWhoseNetNSHoldsARealProcess(t *testing.T) {
 
 func mustParseValid(t *testing.T, conf *NetConf) []Attachment {
 	t.Helper()
-	valid, err := parseValid(conf.ValidAttachments)
+	valid, err := parseValid(conf.ValidAttachments, conf.Attachments)
 	require.NoError(t, err)
 	return valid
 }

@@ -91,7 +91,7 @@ func (e *Engine) status(ctx context.Context, req Request) error {
 }
 
 // GC tears down Catena's records that the runtime's
-// cni.dev/valid-attachments no longer lists, then forwards GC to the
+// cni.dev/valid-attachments (or cni.dev/attachments) no longer lists, then forwards GC to the
 // delegates (see CollectGarbage). It continues past errors and reports them
 // all.
 func (e *Engine) GC(ctx context.Context, req Request) (err error) {
@@ -101,7 +101,7 @@ func (e *Engine) GC(ctx context.Context, req Request) (err error) {
 		e.log().Info("GC disabled by disableGC", "network", req.Conf.Name)
 		return nil
 	}
-	valid, err := parseValid(req.Conf.ValidAttachments)
+	valid, err := parseValid(req.Conf.ValidAttachments, req.Conf.Attachments)
 	if err != nil {
 		return err
 	}
