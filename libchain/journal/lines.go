@@ -76,9 +76,17 @@ func decode(l line) (op Op, why string) {
 }
 
 // Skipped is what a read skipped: how many lines were not an operation,
-// and where the first one was and why.
+// and where the first one was and why; and, for a Tail, how many times the
+// file last read could not be found again (Unfollowed), whose lines
+// appended since the poll before are then not read.
 type Skipped struct {
-	Lines int
+	// Unfollowed counts the files a Tail lost track of: rotated twice
+	// between polls, or rewritten in place; it then read on from the start
+	// of the files it found.
+	Unfollowed int
+	// UnfollowedPath is the journal whose file was lost.
+	UnfollowedPath string
+	Lines          int
 	// The first line skipped: its file, offset, size (with its newline)
 	// and why it is not an operation.
 	Path   string
@@ -95,10 +103,23 @@ func (s *Skipped) add(path string, l line, why string) {
 	s.Lines++
 }
 
+// unfollowed counts one file of the journal at path that a Tail lost.
+func (s *Skipped) unfollowed(path string) {
+	s.Unfollowed++
+	s.UnfollowedPath = path
+}
+
 // Log logs one warning on log if anything was skipped: how many lines,
-// and the first one's file, offset, size and why. A nil log logs nothing.
+// and the first one's file, offset, size and why; or how many files a
+// Tail could not follow. A nil log logs nothing.
 func (s Skipped) Log(log *slog.Logger) {
-	if s.Lines == 0 || log == nil {
+	if s.Lines+s.Unfollowed == 0 || log == nil {
+		return
+	}
+	if s.Unfollowed > 0 {
+		log.Warn("event journal: the file last read was rotated away twice or rewritten: what it got since the last read is not read, and the journal is read on from the start of its files",
+			"unfollowed", s.Unfollowed, "journal", s.UnfollowedPath, "lines", s.Lines,
+			"first", s.Path, "offset", s.Offset, "bytes", s.Size, "why", s.Why)
 		return
 	}
 	log.Warn("event journal: skipped lines that are not an operation", "lines", s.Lines,

@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -20,25 +21,50 @@ type Counter interface {
 // Tail hands the operations of a cache dir's journal to Handle, reading
 // only what was appended since the last Poll: the agent's metrics and its
 // Kubernetes events read the journal so. It follows the rotation of
-// events.jsonl to events.jsonl.1: when the journal's inode changes, the
-// rest of the old file is read from .1 (if .1 is that file) before the
-// new one. A journal rotated twice between polls loses the middle file's
-// lines. A line still being written (no newline yet) waits for the next
-// Poll. Any other line that is not an operation (decode) is skipped in
-// bounded memory, counted and logged, as Read skips it.
+// events.jsonl to events.jsonl.1.
+//
+// A file is the one last read only if it has that file's device and inode,
+// is at least as long as what was read of it, and the bytes before the
+// saved offset are still the end of the last line read (the mark): the
+// kernel reuses a freed inode, so a journal rotated twice between polls
+// can have the old file's inode, and a file rewritten in place keeps it.
+// When events.jsonl is not the file last read, the rest of that file is
+// read from .1 if .1 is it, then the new events.jsonl from its start.
+// When neither is (rotated twice between polls, or rewritten), the rest of
+// the file last read is lost: .1 is read from its start (unless it is the
+// file read before, which resumes where it stopped), then events.jsonl, and
+// the loss is counted (Skipped.Unfollowed) and logged.
+//
+// A line still being written (no newline yet) waits for the next Poll. Any
+// other line that is not an operation (decode) is skipped in bounded
+// memory, counted and logged, as Read skips it.
 type Tail struct {
 	CacheDir string
 	// Handle receives each operation, in the journal's order.
 	Handle func(Op)
 	// Unreadable, when set, counts the lines that are not an operation.
 	Unreadable Counter
-	// Log, when set, gets one warning per Poll that skipped lines
-	// (Skipped.Log).
+	// Log, when set, gets one warning per Poll that skipped lines or
+	// could not follow the file last read (Skipped.Log).
 	Log *slog.Logger
 
-	mu  sync.Mutex
-	ino uint64
-	off int64
+	mu      sync.Mutex
+	started bool
+	// pos is where the file last read was left; prev, where the one read
+	// before it was (the rotated file, once the tail moved on).
+	pos, prev position
+}
+
+// markLen is how many bytes before a position's offset identify the file:
+// the end of the last line read, with its newline, a time stamp in it.
+const markLen = 64
+
+// position is a point in one journal file: its identity, how far it was
+// read, and the bytes just before that (at most markLen).
+type position struct {
+	dev, ino uint64
+	off      int64
+	mark     []byte
 }
 
 // Poll reads what was appended since the last call: on the first, the
@@ -54,79 +80,120 @@ func (t *Tail) Poll() error {
 		skipped.Log(t.Log)
 	}()
 	path := Path(t.CacheDir)
-	cur, st, err := t.open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return t.drainRotated(t.ino == 0, &skipped)
-	}
+	cur, err := t.open(path)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = cur.Close() }()
-	if st.ino != t.ino {
-		// Rotated (or first poll): finish the old file from .1.
-		if err := t.drainRotated(t.ino == 0, &skipped); err != nil {
+	defer cur.close()
+	old, err := t.open(path + ".1")
+	if err != nil {
+		return err
+	}
+	defer old.close()
+
+	switch {
+	case !t.started:
+		t.started = true
+		if old.f != nil {
+			if err := t.readFrom(old, position{}, &skipped); err != nil {
+				return err
+			}
+		}
+	case cur.f != nil && cur.is(t.pos):
+		return t.readFrom(cur, t.pos, &skipped)
+	case old.f != nil && old.is(t.pos):
+		if err := t.readFrom(old, t.pos, &skipped); err != nil {
 			return err
 		}
-		t.ino, t.off = st.ino, 0
+	default:
+		// The file last read is neither: what it got since is lost.
+		if t.pos.ino != 0 {
+			skipped.unfollowed(path)
+		}
+		if old.f != nil {
+			from := position{}
+			if old.is(t.prev) {
+				from = t.prev
+			}
+			if err := t.readFrom(old, from, &skipped); err != nil {
+				return err
+			}
+		}
 	}
-	if st.size < t.off {
-		t.off = 0 // truncated by hand
-	}
-	return t.read(cur, path, &skipped)
-}
-
-// drainRotated reads the rest of the previous journal from .1: all of it
-// on the first poll, else only if .1 is the file last read. It then counts
-// as the file last read, so a repeated call reads only what is new.
-func (t *Tail) drainRotated(first bool, skipped *Skipped) error {
-	path := Path(t.CacheDir) + ".1"
-	old, st, err := t.open(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	if cur.f == nil {
 		return nil
 	}
-	if err != nil {
-		return err
-	}
-	defer func() { _ = old.Close() }()
-	if first {
-		t.ino, t.off = st.ino, 0
-	}
-	if st.ino != t.ino {
-		return nil // rotated again meanwhile: that file is lost to us
-	}
-	return t.read(old, path, skipped)
+	return t.readFrom(cur, position{}, &skipped)
 }
 
-// read consumes the complete lines of f (at path) from t.off (readOps)
-// and moves t.off past them.
-func (t *Tail) read(f afero.File, path string, skipped *Skipped) error {
-	if _, err := f.Seek(t.off, io.SeekStart); err != nil {
-		return fmt.Errorf("event journal %s: %w", path, err)
+// readFrom consumes the complete lines of j from p (readOps) and makes the
+// result the tail's position, the one it leaves its previous.
+func (t *Tail) readFrom(j journalFile, p position, skipped *Skipped) error {
+	if p.ino != j.ino || p.dev != j.dev {
+		p = position{dev: j.dev, ino: j.ino}
 	}
-	n, err := readOps(f, path, t.off, false, skipped, t.Handle)
-	t.off += n
+	if _, err := j.f.Seek(p.off, io.SeekStart); err != nil {
+		return fmt.Errorf("event journal %s: %w", j.path, err)
+	}
+	n, err := readOps(j.f, j.path, p.off, false, skipped, t.Handle)
+	if n > 0 {
+		p.off += n
+		p.mark = make([]byte, min(int64(markLen), p.off))
+		if _, merr := j.f.ReadAt(p.mark, p.off-int64(len(p.mark))); merr != nil && err == nil {
+			err = merr
+		}
+	}
+	if t.pos.dev != p.dev || t.pos.ino != p.ino {
+		t.prev = t.pos
+	}
+	t.pos = p
 	if err != nil {
-		return fmt.Errorf("event journal %s: %w", path, err)
+		return fmt.Errorf("event journal %s: %w", j.path, err)
 	}
 	return nil
 }
 
-type fileInfo struct {
-	ino  uint64
-	size int64
+// journalFile is an open journal file, or none (f is nil: it is missing).
+type journalFile struct {
+	f        afero.File
+	path     string
+	dev, ino uint64
+	size     int64
 }
 
-// open opens a journal file as Read does (openFile) and returns its inode
-// and size; a missing file is fs.ErrNotExist.
-func (t *Tail) open(path string) (afero.File, fileInfo, error) {
+func (j journalFile) close() {
+	if j.f != nil {
+		_ = j.f.Close()
+	}
+}
+
+// is reports whether j is the file of p, as the doc of Tail says.
+func (j journalFile) is(p position) bool {
+	if p.ino == 0 || j.dev != p.dev || j.ino != p.ino || j.size < p.off {
+		return false
+	}
+	if len(p.mark) == 0 {
+		return true
+	}
+	got := make([]byte, len(p.mark))
+	_, err := j.f.ReadAt(got, p.off-int64(len(got)))
+	return err == nil && bytes.Equal(got, p.mark)
+}
+
+// open opens a journal file as Read does (openFile) with its device,
+// inode and size; a missing file is a journalFile without f.
+func (t *Tail) open(path string) (journalFile, error) {
 	f, fi, err := openFile(afero.NewOsFs(), t.CacheDir, path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return journalFile{path: path}, nil
+	}
 	if err != nil {
-		return nil, fileInfo{}, fmt.Errorf("event journal %s: %w", path, err)
+		return journalFile{}, fmt.Errorf("event journal %s: %w", path, err)
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
 		_ = f.Close()
-		return nil, fileInfo{}, fmt.Errorf("event journal: %s has no inode", path)
+		return journalFile{}, fmt.Errorf("event journal: %s has no inode", path)
 	}
-	return f, fileInfo{ino: st.Ino, size: fi.Size()}, nil
+	return journalFile{f: f, path: path, dev: st.Dev, ino: st.Ino, size: fi.Size()}, nil
 }

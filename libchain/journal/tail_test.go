@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -35,11 +34,7 @@ func TestTailFollowsRotation(t *testing.T) {
 	dir := t.TempDir()
 	path := Path(dir)
 	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o700))
-	line := func(verb string) string {
-		b, err := json.Marshal(Op{Verb: verb, Start: time.Now(), Outcome: "ok"})
-		require.NoError(t, err)
-		return string(b) + "\n"
-	}
+	line := func(verb string) string { return opLine(t, verb) }
 	tail, verbs := verbTail(dir)
 
 	require.NoError(t, tail.Poll(), "no journal yet")
