@@ -76,19 +76,19 @@ func firstOf(at []time.Time) time.Time {
 func TestRetryPassStartsNoAttemptPastItsBudget(t *testing.T) {
 	const n, budget = 48, time.Minute
 	eng, stuck, c, conf := pendingWorld(t, n)
-	c.advance(time.Hour) // everything due
+	c.Advance(time.Hour) // everything due
 	starts := &startLog{}
 	eng.Exec = &hangExec{stuckExec: stuck, hang: func(context.Context, Call) {
-		starts.add(c.now())
-		c.advance(retryBudget)
+		starts.add(c.Now())
+		c.Advance(retryBudget)
 	}}
 
-	begin := c.now()
+	begin := c.Now()
 	deadline := begin.Add(budget)
 	rep, err := eng.RetryPending(t.Context(), gcReq(conf), RetryOptions{Workers: 1, Budget: budget,
-		Sleep: func(_ context.Context, d time.Duration) { c.advance(d) }})
+		Sleep: func(_ context.Context, d time.Duration) { c.Advance(d) }})
 	require.NoError(t, err)
-	took := c.now().Sub(begin)
+	took := c.Now().Sub(begin)
 	at := starts.all()
 	t.Logf("run took %s of its %s budget: %d attempts, %+v", took, budget, len(at), rep)
 
@@ -117,7 +117,7 @@ func TestRetryPassStartsNoAttemptPastItsContext(t *testing.T) {
 		slack = 100 * time.Millisecond
 	)
 	eng, stuck, c, conf := pendingWorld(t, n)
-	c.advance(time.Hour) // everything due, and the engine's clock stops here
+	c.Advance(time.Hour) // everything due, and the engine's clock stops here
 	conf.DelegateTimeout = del
 	starts := &startLog{}
 	eng.Exec = &hangExec{stuckExec: stuck, hang: func(ctx context.Context, _ Call) {

@@ -13,27 +13,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/internal/testclock"
 )
 
-// syncClock is a fake clock safe for the retry pass's workers.
-type syncClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newSyncClock() *syncClock { return &syncClock{t: newClock().t} }
-
-func (c *syncClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *syncClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+// newSyncClock is a fake clock safe for the retry pass's workers.
+func newSyncClock() *testclock.Clock { return testclock.New(newClock().t) }
 
 // stuckExec fails the DEL of the containers in stuck, the way a DEL that
 // hangs until it is killed or that fails outright does.
@@ -77,12 +61,12 @@ func (k *countKicker) Kick(Request) error { k.n++; return nil }
 
 // pendingWorld is an engine over an in-memory store with n attachments
 // whose DEL failed and keeps failing ("hung0"...), all pending.
-func pendingWorld(t *testing.T, n int) (*Engine, *stuckExec, *syncClock, *NetConf) {
+func pendingWorld(t *testing.T, n int) (*Engine, *stuckExec, *testclock.Clock, *NetConf) {
 	t.Helper()
 	c := newSyncClock()
 	exec := newStuckExec()
 	store := cache.NewDiskStore(afero.NewMemMapFs(), "/var/lib/cni/catena", cache.NewMemLocker())
-	eng := &Engine{Store: store, Exec: exec, Now: c.now}
+	eng := &Engine{Store: store, Exec: exec, Now: c.Now}
 	conf := chainConf(t, "1.1.0", dIPAM, dPort)
 	for i := range n {
 		cid := fmt.Sprintf("hung%d", i)
@@ -90,7 +74,7 @@ func pendingWorld(t *testing.T, n int) (*Engine, *stuckExec, *syncClock, *NetCon
 		_, err := eng.Add(t.Context(), req(conf, cid))
 		require.NoError(t, err)
 		require.Error(t, eng.Del(t.Context(), req(conf, cid)))
-		c.advance(time.Millisecond)
+		c.Advance(time.Millisecond)
 	}
 	return eng, exec, c, conf
 }
@@ -105,7 +89,7 @@ func TestNoADDRunsAForeignTeardown(t *testing.T) {
 			eng, exec, c, conf := pendingWorld(t, n)
 			kicks := &countKicker{}
 			eng.Retrier = kicks
-			c.advance(time.Hour) // everything due
+			c.Advance(time.Hour) // everything due
 			for i := range 5 {
 				exec.reset()
 				r := req(conf, fmt.Sprintf("new%d", i))
@@ -136,7 +120,7 @@ func TestFailedDELIsTheFirstAttempt(t *testing.T) {
 	pending, err := eng.Store.(cache.TeardownIndex).PendingTeardown(conf.Name, 10)
 	require.NoError(t, err)
 	require.Len(t, pending, 1)
-	assert.Equal(t, cache.PendingNote{Due: c.now().Add(-time.Millisecond).Add(time.Second), Attempts: 1}, pending[0].Note)
+	assert.Equal(t, cache.PendingNote{Due: c.Now().Add(-time.Millisecond).Add(time.Second), Attempts: 1}, pending[0].Note)
 
 	rep, err := eng.RetryPending(t.Context(), gcReq(conf), RetryOptions{Linger: -1})
 	require.NoError(t, err)
@@ -167,14 +151,14 @@ func TestRetryPassIsFairToTheFixable(t *testing.T) {
 			require.NoError(t, err)
 			require.Error(t, eng.Del(t.Context(), req(conf, "fixable")))
 			exec.setStuck("fixable", false)
-			c.advance(retryBackoff(1))
+			c.Advance(retryBackoff(1))
 
 			attempts := map[string][]time.Time{}
 			passes := 0
 			for passes < 20 {
 				exec.reset()
 				passes++
-				at := c.now()
+				at := c.Now()
 				rep, err := eng.RetryPending(t.Context(), gcReq(conf), RetryOptions{MaxAttempts: tc.max, Linger: -1})
 				require.NoError(t, err)
 				if tc.max > 0 {
@@ -186,7 +170,7 @@ func TestRetryPassIsFairToTheFixable(t *testing.T) {
 				if rep.Released > 0 {
 					break
 				}
-				c.advance(100 * time.Millisecond)
+				c.Advance(100 * time.Millisecond)
 			}
 			_, err = eng.Store.Load(keyOf(conf, "fixable"))
 			require.ErrorIs(t, err, cache.ErrNotFound, "the fixable record was released")
@@ -210,13 +194,13 @@ func TestRetryPassBacksOffAHungRecord(t *testing.T) {
 	var at []time.Time
 	for range 600 {
 		exec.reset()
-		start := c.now()
+		start := c.Now()
 		_, err := eng.RetryPending(t.Context(), gcReq(conf), RetryOptions{Linger: -1})
 		require.NoError(t, err)
 		if len(exec.callsOf("DEL", "portmap")) > 0 {
 			at = append(at, start)
 		}
-		c.advance(100 * time.Millisecond)
+		c.Advance(100 * time.Millisecond)
 	}
 	t.Logf("the hung record was attempted by %d of 600 passes", len(at))
 	require.NotEmpty(t, at)
@@ -237,7 +221,7 @@ func TestRetryPassLingers(t *testing.T) {
 	var slept []time.Duration
 	opts := RetryOptions{Linger: 5 * time.Second, Budget: 20 * time.Second, Sleep: func(_ context.Context, d time.Duration) {
 		slept = append(slept, d)
-		c.advance(d)
+		c.Advance(d)
 	}}
 	rep, err := eng.RetryPending(t.Context(), gcReq(conf), opts)
 	require.NoError(t, err)
@@ -248,7 +232,7 @@ func TestRetryPassLingers(t *testing.T) {
 	assert.Len(t, exec.callsOf("DEL", "portmap"), 3)
 
 	exec.setStuck("hung0", false)
-	c.advance(time.Hour)
+	c.Advance(time.Hour)
 	rep, err = eng.RetryPending(t.Context(), gcReq(conf), opts)
 	require.NoError(t, err)
 	assert.Equal(t, 1, rep.Released)

@@ -71,7 +71,10 @@ In a cluster it also serves /metrics over HTTPS on --node-ip:
 authenticates (TokenReview; no token: 401) and allows get on the
 non-resource URL /metrics (SubjectAccessReview; else 403), as kubelet does;
 the certificate is tls.crt and tls.key of --secure-metrics-cert-dir (a
-mounted kubernetes.io/tls Secret), else self-signed at start.
+mounted kubernetes.io/tls Secret), else self-signed at start. A request
+whose token is not known good is rate limited per source address; for a
+connection from --secure-metrics-trusted-proxies, the source is the last
+X-Forwarded-For hop not among them.
 On SIGTERM it exits leaving every file in place.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -101,7 +101,7 @@ func flood(t *testing.T, url string, srcs []string, perSource int) (stop func() 
 func TestFloodDoesNotStarveAValidToken(t *testing.T) {
 	api := newFakeAPI(t, nil)
 	series := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "catena_up 1\n") })
-	h, err := Handler(&rest.Config{Host: api.URL}, series, slog.New(slog.DiscardHandler))
+	h, err := Handler(&rest.Config{Host: api.URL}, series, slog.New(slog.DiscardHandler), Options{})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)

@@ -3,6 +3,7 @@ package securemetrics
 import (
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -15,12 +16,15 @@ import (
 // within knownGoodFor) goes straight to the caches; any other first passes
 // its source's limiter and takes one of inFlight's slots, or is 429.
 type guard struct {
-	authn    authenticator.Token
-	authz    authorizer.Authorizer
-	next     http.Handler
-	log      *slog.Logger
-	good     *knownGood
-	sources  *sourceLimiter
+	authn   authenticator.Token
+	authz   authorizer.Authorizer
+	next    http.Handler
+	log     *slog.Logger
+	good    *knownGood
+	sources *sourceLimiter
+	// trusted are the proxies whose X-Forwarded-For names the source
+	// (clientSource).
+	trusted  []netip.Prefix
 	inFlight chan struct{}
 }
 
@@ -78,7 +82,7 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 // whose token is not known good; it returns the slot's release, or nil and
 // why not.
 func (g *guard) admit(req *http.Request) (release func(), why string) {
-	if !g.sources.allow(sourceOf(req.RemoteAddr), time.Now()) {
+	if !g.sources.allow(clientSource(req, g.trusted), time.Now()) {
 		return nil, "too many requests from this address whose token is not known good"
 	}
 	select {

@@ -14,13 +14,15 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/time/rate"
 	"k8s.io/client-go/rest"
+
+	"github.com/catena-cni/catena/internal/testclock"
 )
 
 // guarded serves a metrics handler behind newHandler(lim) asking api.
 func guarded(t *testing.T, api *fakeAPI, lim limits) string {
 	t.Helper()
 	series := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "catena_up 1\n") })
-	h, err := newHandler(&rest.Config{Host: api.URL}, series, slog.New(slog.DiscardHandler), lim)
+	h, err := newHandler(&rest.Config{Host: api.URL}, series, slog.New(slog.DiscardHandler), lim, Options{})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
@@ -127,4 +129,27 @@ func TestInFlightBound(t *testing.T) {
 	release.Do(func() { close(hold) })
 	wg.Wait()
 	assert.Equal(t, []int{http.StatusUnauthorized, http.StatusUnauthorized}, held)
+}
+
+// TestRevokedTokenRefusedWithinBound: a token the API server stops
+// authenticating keeps its access only while its accepted answer is
+// cached: 30 s, the bound docs/observability.md states; then it is 401.
+func TestRevokedTokenRefusedWithinBound(t *testing.T) {
+	api := newFakeAPI(t, nil)
+	clock := testclock.New(time.Unix(1_000_000, 0))
+	lim := defaultLimits()
+	lim.now = clock.Now
+	url := guarded(t, api, lim)
+	c := clientFrom(t, "127.0.0.1")
+
+	require.Equal(t, http.StatusOK, status(t, c, url, "bound"))
+	api.revoke("bound")
+	clock.Advance(30*time.Second - time.Millisecond)
+	assert.Equal(t, http.StatusOK, status(t, c, url, "bound"), "still cached")
+	of, _ := api.reviews("bound")
+	assert.Equal(t, 1, of)
+	clock.Advance(time.Millisecond)
+	assert.Equal(t, http.StatusUnauthorized, status(t, c, url, "bound"), "revoked: refused once its answer expired")
+	of, _ = api.reviews("bound")
+	assert.Equal(t, 2, of, "reviewed again")
 }

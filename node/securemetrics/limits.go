@@ -2,7 +2,9 @@ package securemetrics
 
 import (
 	"crypto/sha256"
+	"net/http"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
@@ -11,7 +13,8 @@ import (
 
 // sourceLimiter holds a token bucket per source of requests whose token is
 // not known good. A source is an IPv4 address or an IPv6 /64 (what one
-// host usually holds). When maxSources are tracked, the idle ones (their
+// host usually holds): behind a NAT every client shares its address's
+// bucket, unless the NAT is a trusted proxy (clientSource). When maxSources are tracked, the idle ones (their
 // bucket full again, as a new one) are dropped, at most once a second; a
 // new source beyond them is refused.
 type sourceLimiter struct {
@@ -59,7 +62,12 @@ func sourceOf(remoteAddr string) netip.Prefix {
 	if err != nil {
 		return netip.Prefix{}
 	}
-	a := ap.Addr().Unmap().WithZone("")
+	return prefixOf(ap.Addr())
+}
+
+// prefixOf is the source of address a: itself (IPv4), or its /64 (IPv6).
+func prefixOf(a netip.Addr) netip.Prefix {
+	a = a.Unmap().WithZone("")
 	bits := 32
 	if a.Is6() {
 		bits = 64
@@ -69,6 +77,42 @@ func sourceOf(remoteAddr string) netip.Prefix {
 		return netip.Prefix{}
 	}
 	return p
+}
+
+// clientSource is the source whose budget a request takes: that of its
+// remote address (sourceOf), unless the remote address is in trusted, a
+// proxy the operator named: then that of the last address of its
+// X-Forwarded-For that is not in trusted, the client the proxy saw (a
+// client can put anything before it, never after). A trusted proxy's
+// request with no such address, or whose next hop does not parse, is the
+// proxy's own.
+func clientSource(req *http.Request, trusted []netip.Prefix) netip.Prefix {
+	own := sourceOf(req.RemoteAddr)
+	if ap, err := netip.ParseAddrPort(req.RemoteAddr); err != nil || !inAny(trusted, ap.Addr()) {
+		return own
+	}
+	hops := strings.Split(strings.Join(req.Header.Values("X-Forwarded-For"), ","), ",")
+	for i := len(hops) - 1; i >= 0; i-- {
+		a, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+		if err != nil {
+			return own
+		}
+		if !inAny(trusted, a) {
+			return prefixOf(a)
+		}
+	}
+	return own
+}
+
+// inAny reports whether a is in one of ps.
+func inAny(ps []netip.Prefix, a netip.Addr) bool {
+	a = a.Unmap().WithZone("")
+	for _, p := range ps {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }
 
 // goodKey names a token (by its SHA-256) with the method and path it was

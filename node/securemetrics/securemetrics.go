@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"path/filepath"
 	"time"
 
 	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apiserver/pkg/authentication/token/cache"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	authenticationv1 "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	authorizationv1 "k8s.io/client-go/kubernetes/typed/authorization/v1"
@@ -35,9 +35,11 @@ type limits struct {
 	reviewQPS   float32
 	reviewBurst int
 	// tokenTTL is how long an accepted token is cached, rejectedTTL a
-	// token the API server does not authenticate; a review that failed is
-	// not cached. allowTTL and denyTTL are the same for a user's access.
+	// token the API server does not authenticate, at most maxTokens of
+	// them; a review that failed is not cached. allowTTL and denyTTL are
+	// the same for a user's access.
 	tokenTTL, rejectedTTL, allowTTL, denyTTL time.Duration
+	maxTokens                                int
 	// perSource and sourceBurst limit the requests of one source (an IPv4
 	// address, an IPv6 /64) whose token is not known good; at most
 	// maxSources are tracked at once.
@@ -51,13 +53,18 @@ type limits struct {
 	// path after the last request allowed, for at most maxKnownGood of them.
 	knownGoodFor time.Duration
 	maxKnownGood int
+	// now is the token cache's clock; nil means time.Now.
+	now func() time.Time
 }
 
-// defaultLimits are the agent's.
+// defaultLimits are the agent's. An accepted token is kept 30 s: a token
+// the API server stops authenticating (its ServiceAccount or Secret
+// deleted) is refused within 30 s, while a Prometheus scraping every 15 s
+// costs each node one TokenReview every other scrape.
 func defaultLimits() limits {
 	return limits{
 		reviewQPS: 20, reviewBurst: 40,
-		tokenTTL: 2 * time.Minute, rejectedTTL: 10 * time.Second,
+		tokenTTL: 30 * time.Second, rejectedTTL: 10 * time.Second, maxTokens: 4096,
 		allowTTL: 5 * time.Minute, denyTTL: 30 * time.Second,
 		perSource: 1, sourceBurst: 5, maxSources: 4096,
 		maxInFlight:  16,
@@ -65,16 +72,26 @@ func defaultLimits() limits {
 	}
 }
 
+// Options are the endpoint's settings beyond its fixed limits.
+type Options struct {
+	// TrustedProxies are the addresses of proxies (or SNATs that set
+	// X-Forwarded-For) whose forwarded client address, the last hop of
+	// X-Forwarded-For not among them, is the source of a request's budget
+	// instead of the proxy's own. Only a connection from one of them is
+	// believed; none by default.
+	TrustedProxies []netip.Prefix
+}
+
 // Handler serves next's GET /metrics to the clients that the API server
 // at cfg authenticates (401 otherwise) and authorizes to get /metrics
 // (403 otherwise); every other path is 404 to an authorized client. A
 // request whose token is not known good, beyond its source's budget or
 // the reviews in flight, is 429 without asking the API server.
-func Handler(cfg *rest.Config, metrics http.Handler, log *slog.Logger) (http.Handler, error) {
-	return newHandler(cfg, metrics, log, defaultLimits())
+func Handler(cfg *rest.Config, metrics http.Handler, log *slog.Logger, opts Options) (http.Handler, error) {
+	return newHandler(cfg, metrics, log, defaultLimits(), opts)
 }
 
-func newHandler(cfg *rest.Config, metrics http.Handler, log *slog.Logger, lim limits) (http.Handler, error) {
+func newHandler(cfg *rest.Config, metrics http.Handler, log *slog.Logger, lim limits, opts Options) (http.Handler, error) {
 	// the review clients' own rate, whatever the agent's client has
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst, cfg.RateLimiter = lim.reviewQPS, lim.reviewBurst, nil
@@ -102,13 +119,18 @@ func newHandler(cfg *rest.Config, metrics http.Handler, log *slog.Logger, lim li
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", metrics)
+	now := lim.now
+	if now == nil {
+		now = time.Now
+	}
 	return &guard{
-		authn:    cache.New(reviewer, false, lim.tokenTTL, lim.rejectedTTL),
+		authn:    newTokenCache(reviewer, lim.tokenTTL, lim.rejectedTTL, lim.maxTokens, now),
 		authz:    authz,
 		next:     mux,
 		log:      log,
 		good:     newKnownGood(lim.knownGoodFor, lim.maxKnownGood),
 		sources:  newSourceLimiter(lim.perSource, lim.sourceBurst, lim.maxSources),
+		trusted:  opts.TrustedProxies,
 		inFlight: make(chan struct{}, lim.maxInFlight),
 	}, nil
 }

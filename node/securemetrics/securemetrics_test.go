@@ -36,11 +36,20 @@ type fakeAPI struct {
 	mu           sync.Mutex
 	tokenReviews map[string]int
 	sars         int
+	revoked      map[string]bool // tokens no longer authenticated
+}
+
+// revoke makes the API server stop authenticating token, as deleting its
+// ServiceAccount or Secret does.
+func (f *fakeAPI) revoke(token string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.revoked[token] = true
 }
 
 func newFakeAPI(t *testing.T, hold chan struct{}) *fakeAPI {
 	t.Helper()
-	f := &fakeAPI{hold: hold, tokenReviews: map[string]int{}}
+	f := &fakeAPI{hold: hold, tokenReviews: map[string]int{}, revoked: map[string]bool{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /apis/authentication.k8s.io/v1/tokenreviews", func(w http.ResponseWriter, r *http.Request) {
 		var tr authnv1.TokenReview
@@ -49,9 +58,10 @@ func newFakeAPI(t *testing.T, hold chan struct{}) *fakeAPI {
 		}
 		f.mu.Lock()
 		f.tokenReviews[tr.Spec.Token]++
+		revoked := f.revoked[tr.Spec.Token]
 		f.mu.Unlock()
 		users := map[string]string{"bound": "scraper", "unbound": "stranger"}
-		if u, ok := users[tr.Spec.Token]; ok {
+		if u, ok := users[tr.Spec.Token]; ok && !revoked {
 			tr.Status = authnv1.TokenReviewStatus{Authenticated: true, User: authnv1.UserInfo{Username: u}}
 		} else {
 			if f.hold != nil {
@@ -113,7 +123,7 @@ func (f *fakeAPI) reviews(token string) (of, all int) {
 func TestHandlerAuthenticatesAndAuthorizes(t *testing.T) {
 	api := newFakeAPI(t, nil)
 	series := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "catena_up 1\n") })
-	h, err := Handler(&rest.Config{Host: api.URL}, series, slog.New(slog.DiscardHandler))
+	h, err := Handler(&rest.Config{Host: api.URL}, series, slog.New(slog.DiscardHandler), Options{})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
