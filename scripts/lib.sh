@@ -93,11 +93,56 @@ vendor_src_dir() {
 	printf '%s\n' "$dir"
 }
 
+# tree_sha256 DIR prints the sha256 of DIR's tree: of its files' sha256sum
+# lines, in byte order of their paths, where a symlink counts as a file
+# holding its target's text (what git writes where it makes no symlinks,
+# and what an archive that stores a link's text as a file holds). A
+# checkout with symlinks and such a copy of it thus hash the same, while a
+# changed file or a link retargeted does not. A symlink that resolves out
+# of DIR makes it print which, on stdout, and fail: the build would read
+# what the sum does not cover.
+tree_sha256() {
+	local dir="$1" root link target sha
+	root="$(realpath -e "$dir")"
+	while IFS= read -r -d '' link; do
+		target="$(realpath -m -- "${dir}/${link}")"
+		if [[ "$target" != "$root" && "$target" != "$root"/* ]]; then
+			printf '%s\n' "${dir}/${link#./}: a symlink out of the tree, to ${target}"
+			return 1
+		fi
+	done < <(cd "$dir" && find . -type l -print0)
+	if ! sha="$(set -o pipefail && cd "$dir" && tree_sums | sha256sum | cut -d' ' -f1)"; then
+		printf '%s\n' "${dir}: its files cannot all be read"
+		return 1
+	fi
+	printf '%s\n' "$sha"
+}
+
+# tree_sums prints the sha256sum lines of tree_sha256 for the current dir:
+# the files in batches (xargs), each symlink's line from its target's text.
+tree_sums() {
+	local p batch=()
+	while IFS= read -r -d '' p; do
+		if [[ -L "$p" ]]; then
+			if ((${#batch[@]} > 0)); then
+				printf '%s\0' "${batch[@]}" | xargs -0 sha256sum || return 1
+				batch=()
+			fi
+			printf '%s  %s\n' "$(readlink -n -- "$p" | sha256sum | cut -d' ' -f1)" "$p"
+		else
+			batch+=("$p")
+		fi
+	done < <(find . \( -type f -o -type l \) -print0 | LC_ALL=C sort -z)
+	if ((${#batch[@]} > 0)); then
+		printf '%s\0' "${batch[@]}" | xargs -0 sha256sum || return 1
+	fi
+}
+
 # check_pinned_source VENDOR_SRC SUBDIR NAME MODULE VERSION COMMIT SHA256 VAR
 # succeeds when VENDOR_SRC/README.md's row for SUBDIR/ pins VERSION and
 # COMMIT, SUBDIR's go.mod declares MODULE, and the sha256 of SUBDIR's tree
-# (its files' sha256sum lines, in byte order) is SHA256; else it prints
-# why on stdout and fails. NAME is the software's name in the message, VAR
+# (tree_sha256: its files' sha256sum lines, in byte order, a symlink as a
+# file holding its target's text) is SHA256; else it prints why on stdout and fails. NAME is the software's name in the message, VAR
 # the prefix of its variables in versions.env.
 check_pinned_source() {
 	local vendor_src="$1" subdir="$2" name="$3" module="$4" version="$5" commit="$6" want_sha="$7" var="$8"
@@ -119,7 +164,10 @@ check_pinned_source() {
 		printf '%s\n' "${src}/go.mod is not ${module}"
 		return 1
 	fi
-	tree_sha="$(cd "$src" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)"
+	if ! tree_sha="$(tree_sha256 "$src")"; then
+		printf '%s\n' "$tree_sha"
+		return 1
+	fi
 	if [[ "$tree_sha" != "$want_sha" ]]; then
 		printf '%s\n' "${src} is not the pinned ${version} tree: sha256 of its files ${tree_sha}, want ${want_sha} (${var}_SRC_SHA256 in scripts/versions.env)"
 		return 1

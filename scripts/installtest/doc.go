@@ -9,4 +9,5 @@
 //	flannel_test.go      install-flannel.sh: built from a module proxy, and the message when it has no source
 //	crio_test.go         install-crio.sh: the message when it has no source
 //	failedtests_test.go  failed-tests.sh: each failed test's own lines from a go test -v log
+//	treesum_test.go      lib.sh's pinned-source sum: a checkout with symlinks and a copy of their text agree; vendor-src keeps its pins
 package installtest
