@@ -229,3 +229,37 @@ func TestRepeatedDelKeepsWhatALiveRecordHolds(t *testing.T) {
 	assert.Equal(t, journal.ReleaseKept, rel.Outcome)
 	assert.Contains(t, rel.Reason, n.ip+" is held by "+n.net+"/"+b.ContainerID+"/eth0")
 }
+
+// TestLostRecordReleaseFreesIPMasq: the record of a complete ADD through
+// [bridge with ipMasq + host-local] is lost (the file deleted) while the
+// pod's netns still holds eth0 with its address; the runtime's DEL with
+// the cached result passes CNI_NETNS, proven by that address, so bridge
+// removes the veth and its ipMasq rules as the plain chain's DEL would.
+// Without the proof the DEL ran without CNI_NETNS and both leaked.
+func TestLostRecordReleaseFreesIPMasq(t *testing.T) {
+	w := newWorld(t)
+	const net = "itlostmasq"
+	masq := fmt.Sprintf(`{"type":"bridge","bridge":%q,"isGateway":true,"ipMasq":true,
+	  "ipam":{"type":"host-local","dataDir":%q,"ranges":[[{"subnet":%q}]]}}`, w.bridge, w.ipamDir, w.subnet)
+	list := w.catenaList(net, "1.1.0", masq)
+	rt := w.rt(w.id+"-m", nil)
+	_, err := w.cni.AddNetworkList(bg, list, rt)
+	require.NoError(t, err)
+	require.Positive(t, iptablesMentions(t, rt.ContainerID), "bridge's ipMasq rules name the container")
+	recs := w.records(net)
+	require.Len(t, recs, 1)
+	require.NoError(t, os.Remove(recs[0])) // the record is lost
+
+	require.NoError(t, w.cni.DelNetworkList(bg, list, rt))
+
+	assert.Zero(t, iptablesMentions(t, rt.ContainerID), "the ipMasq rules are gone")
+	assert.Empty(t, w.hostVeths(), "the veth is gone")
+	assert.Empty(t, w.ipamFiles(net), "the address is free")
+	ops, _, err := journal.Read(afero.NewOsFs(), w.cacheDir, time.Time{})
+	require.NoError(t, err)
+	last := ops[len(ops)-1]
+	require.Equal(t, "DEL", last.Verb)
+	require.NotNil(t, last.NoRecordRelease)
+	assert.Equal(t, journal.ReleaseReleased, last.NoRecordRelease.Outcome)
+	assert.True(t, last.NoRecordRelease.WithNetNS)
+}

@@ -37,6 +37,7 @@
 //	result.go         results converted between CNI versions; prevResult handed on
 //	errors.go         CNI error codes of the engine's errors; delegateError
 //	netns.go          network namespace identity: every teardown passes its netns only while it is the ADD's
+//	netns_holds.go    NetNSHolds: whether a namespace's ifname holds an address, the proof a DEL with no record passes its netns on
 //	oplog.go          the trace of every operation (journal.Op): logged, and passed to OnOp
 //	logging.go        NewLogger: JSON lines to the config's logFile, else text on stderr; never stdout
 //	readfile.go       ReadSmallFile and OpenRegular: bounded reads that can refuse a symlink

@@ -26,6 +26,10 @@ type Engine struct {
 	// StatNetNS. A teardown no runtime asked for passes a record's netns
 	// only while it is still the namespace of the ADD.
 	StatNetNS StatNetNSFunc
+	// NetNSHolds, if set, lets a DEL with no record pass its CNI_NETNS
+	// once the namespace there proves the ADD's (noRecordNetNS); nil: it
+	// passes none. The plugin wires NetNSHolds.
+	NetNSHolds NetNSHoldsFunc
 	// Procs, if set, is scanned at most once per GC, when a record the
 	// runtime no longer lists (or whose netns is stale) would be torn
 	// down: a record whose ADD's namespace still holds a process is kept

@@ -133,29 +133,25 @@ func netnsCookie(f *os.File) (uint64, error) {
 	return a.cookie, a.err
 }
 
-// cookieIn enters f's namespace on the current (locked) thread, makes a
-// socket there, returns to the thread's own namespace and reads the
-// socket's netns cookie. restored reports whether the thread is back.
+// cookieIn makes a socket in f's namespace (inNetNS) on the current
+// (locked) thread and reads its netns cookie. restored reports whether the
+// thread is back in its own namespace.
 func cookieIn(f *os.File) (cookie uint64, restored bool, err error) {
-	self, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
-	if err != nil {
-		return 0, true, err
-	}
-	defer func() { _ = self.Close() }()
-	if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
-		return 0, true, fmt.Errorf("entering netns: %w", err)
-	}
-	sock, serr := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err := unix.Setns(int(self.Fd()), unix.CLONE_NEWNET); err != nil {
-		if serr == nil {
-			_ = unix.Close(sock)
+	sock := -1
+	restored, err = inNetNS(f, func() error {
+		s, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("socket in netns: %w", err)
 		}
-		return 0, false, fmt.Errorf("returning from netns: %w", err)
+		sock = s
+		return nil
+	})
+	if sock >= 0 {
+		defer func() { _ = unix.Close(sock) }()
 	}
-	if serr != nil {
-		return 0, true, fmt.Errorf("socket in netns: %w", serr)
+	if err != nil {
+		return 0, restored, err
 	}
-	defer func() { _ = unix.Close(sock) }()
 	v, err := unix.GetsockoptUint64(sock, unix.SOL_SOCKET, unix.SO_NETNS_COOKIE)
 	if err != nil {
 		return 0, true, fmt.Errorf("SO_NETNS_COOKIE: %w", err)

@@ -65,11 +65,13 @@ func (e *Engine) delNoRecord(ctx context.Context, req Request, key cache.Key) er
 // such as firewall free by address, and the address may have been given
 // to another pod since. On any doubt it invokes nothing.
 //
-// It passes no CNI_NETNS: with no record there is no namespace identity
-// to prove that the runtime's path still holds the ADD's namespace
-// (teardownNetNS), and the spec allows a DEL without one: bridge,
-// host-local and portmap free what they hold outside the namespace (an IP
-// by container ID, a rule) and enter none that may be another pod's.
+// With no record there is no namespace identity to prove that the
+// runtime's path still holds the ADD's namespace (teardownNetNS): it
+// passes the runtime's CNI_NETNS only when the namespace there has the
+// DEL's ifname holding one of the result's addresses (noRecordNetNS),
+// else none, as the spec allows for DEL: bridge, host-local and portmap
+// free what they hold outside the namespace (an IP by container ID, a
+// rule) and enter none that may be another pod's.
 //
 // Each failure is logged with the attachment and the delegate, and
 // journaled in Op.NoRecordRelease with the outcome; the DEL succeeds
@@ -85,17 +87,25 @@ func (e *Engine) releaseNoRecord(ctx context.Context, req Request, key cache.Key
 		return
 	}
 	defer hold()
-	if why := e.heldElsewhere(key, req.Conf.PrevResult); why != "" {
+	want, err := resultIPs(req.Conf.PrevResult)
+	why := ""
+	if err != nil {
+		why = fmt.Sprintf("its prevResult cannot be read: %v", err)
+	} else {
+		why = e.heldElsewhere(key, want)
+	}
+	if why != "" {
 		rel.Outcome, rel.Reason = ReleaseKept, BoundText(why)
 		e.log().Warn("DEL found no record but was handed the result of an ADD: kept, something else may hold what it names",
 			"attachment", key.String(), "reason", why)
 		return
 	}
-	e.log().Warn("DEL found no record but was handed the result of an ADD: releasing best-effort, without CNI_NETNS, what the delegates hold",
-		"attachment", key.String(), "delegates", len(req.Conf.Delegates))
 	args := req.Args
-	args.NetNS = ""
+	args.NetNS = e.noRecordNetNS(req, want)
+	rel.WithNetNS = args.NetNS != ""
 	rel.Delegates = len(req.Conf.Delegates)
+	e.log().Warn("DEL found no record but was handed the result of an ADD: releasing best-effort what the delegates hold",
+		"attachment", key.String(), "delegates", len(req.Conf.Delegates), "netns", args.NetNS)
 	rel.Failed = e.delEvery(ctx, req, key, args, req.Conf.PrevResult, "best-effort DEL with no record failed")
 	switch {
 	case len(rel.Failed) == 0:
@@ -117,18 +127,13 @@ func (e *Engine) holdNetworkBounded(ctx context.Context, req Request, verb strin
 	return e.holdNetwork(ctx, Request{Conf: &bounded, Args: req.Args}, verb, true)
 }
 
-// heldElsewhere says why prev's addresses may be held by an attachment
-// other than key, or "" if no record says so: a live record (any phase,
-// any network) whose results name one of them, a record of key's network
-// whose addresses are not known yet (an ADD under way, or one whose
-// outcome is unknown), a record or tombstone that cannot be read, or a
-// prevResult that cannot be read. A prevResult naming no address has
-// nothing to clash by address: "".
-func (e *Engine) heldElsewhere(key cache.Key, prev []byte) string {
-	want, err := resultIPs(prev)
-	if err != nil {
-		return fmt.Sprintf("its prevResult cannot be read: %v", err)
-	}
+// heldElsewhere says why the addresses want (a prevResult's) may be held
+// by an attachment other than key, or "" if no record says so: a live
+// record (any phase, any network) whose results name one of them, a
+// record of key's network whose addresses are not known yet (an ADD under
+// way, or one whose outcome is unknown), or a record that cannot be read.
+// No address has nothing to clash by address: "".
+func (e *Engine) heldElsewhere(key cache.Key, want map[string]bool) string {
 	if len(want) == 0 {
 		return ""
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/internal/testclock"
 )
 
 // dFlaky is a delegate the tests make fail its DEL once.
@@ -25,7 +26,7 @@ const dFlaky = `{"type":"flaky"}`
 type reuseWorld struct {
 	eng   *Engine
 	exec  *fakeExec
-	clock *syncClock
+	clock *testclock.Clock
 	conf  *NetConf
 	store *cache.DiskStore
 	fs    afero.Fs
@@ -40,7 +41,7 @@ func newReuseWorld(t *testing.T) *reuseWorld {
 	w.exec.oneAddress = true
 	w.fs = afero.NewMemMapFs()
 	w.store = cache.NewDiskStore(w.fs, "/var/lib/cni/catena", cache.NewMemLocker())
-	w.eng = &Engine{Store: w.store, Exec: w.exec, Now: w.clock.now, OnOp: func(op Op) { w.ops = append(w.ops, op) }}
+	w.eng = &Engine{Store: w.store, Exec: w.exec, Now: w.clock.Now, OnOp: func(op Op) { w.ops = append(w.ops, op) }}
 	w.conf = chainConf(t, "1.1.0", dIPAM, `{"type":"firewall"}`, dFlaky)
 	res, err := w.eng.Add(t.Context(), req(w.conf, "A"))
 	require.NoError(t, err)
@@ -49,7 +50,7 @@ func newReuseWorld(t *testing.T) *reuseWorld {
 	w.exec.set("flaky", behaviour{failDel: true})
 	require.Error(t, w.eng.Del(t.Context(), req(w.conf, "A")), "A's runtime DEL fails at flaky")
 	w.exec.set("flaky", behaviour{})
-	w.clock.advance(time.Hour) // A's retry is due, and past any grace
+	w.clock.Advance(time.Hour) // A's retry is due, and past any grace
 	return w
 }
 
@@ -245,12 +246,12 @@ func TestTombstonesPruned(t *testing.T) {
 
 	conf := *w.conf
 	conf.ValidAttachments = []byte(`[]`)
-	w.clock.advance(cache.TombstoneMaxAge - time.Minute)
+	w.clock.Advance(cache.TombstoneMaxAge - time.Minute)
 	require.NoError(t, w.eng.GC(t.Context(), gcReq(&conf)))
 	_, err = w.store.TombstoneOf(keyOf(w.conf, "A"))
 	require.NoError(t, err, "younger than the bound: kept")
 
-	w.clock.advance(2 * time.Minute)
+	w.clock.Advance(2 * time.Minute)
 	require.NoError(t, w.eng.GC(t.Context(), gcReq(&conf)))
 	_, err = w.store.TombstoneOf(keyOf(w.conf, "A"))
 	require.ErrorIs(t, err, cache.ErrNotFound)
@@ -265,4 +266,37 @@ func corruptRecord(t *testing.T, w *reuseWorld, key cache.Key) {
 	require.NoError(t, err)
 	data[40] ^= 0x01
 	require.NoError(t, afero.WriteFile(w.fs, path, data, 0o600))
+}
+
+// TestNoRecordReleaseNetNS: a release passes the runtime's CNI_NETNS only
+// when the namespace there has the DEL's ifname holding the result's
+// address; else, or when that cannot be checked, none.
+func TestNoRecordReleaseNetNS(t *testing.T) {
+	tests := []struct {
+		name      string
+		holds     NetNSHoldsFunc
+		wantNetNS string
+	}{
+		{"no checker: none", nil, ""},
+		{"eth0 holds the address: the runtime's", func(path, ifname string, ips map[string]bool) (bool, error) {
+			return path == "/var/run/netns/A" && ifname == "eth0" && ips["10.0.0.1"], nil
+		}, "/var/run/netns/A"},
+		{"not there: none", func(string, string, map[string]bool) (bool, error) { return false, nil }, ""},
+		{"cannot be checked: none", func(string, string, map[string]bool) (bool, error) { return true, errors.New("EPERM") }, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newReuseWorld(t)
+			require.NoError(t, w.eng.Del(t.Context(), req(w.conf, "A")))
+			w.eng.NetNSHolds = tt.holds
+			op := w.staleDel(t)
+			require.NotNil(t, op.NoRecordRelease)
+			assert.Equal(t, ReleaseReleased, op.NoRecordRelease.Outcome)
+			assert.Equal(t, tt.wantNetNS != "", op.NoRecordRelease.WithNetNS)
+			require.Len(t, w.exec.calls, 3)
+			for _, c := range w.exec.calls {
+				assert.Equal(t, tt.wantNetNS, c.NetNS, "DEL %s", c.Type)
+			}
+		})
+	}
 }

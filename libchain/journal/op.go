@@ -72,8 +72,11 @@ type OpPod struct {
 // whose DEL failed or could not be made.
 type OpRelease struct {
 	// Outcome: tombstone, kept, released, partial or failed.
-	Outcome   string      `json:"outcome,omitempty"`
-	Reason    string      `json:"reason,omitempty"`
+	Outcome string `json:"outcome,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	// WithNetNS: the delegates got the runtime's CNI_NETNS, its namespace
+	// proven the ADD's (its ifname holds the result's address).
+	WithNetNS bool        `json:"withNetNS,omitempty"`
 	Delegates int         `json:"delegates"`
 	Failed    []OpFailure `json:"failed,omitempty"`
 }

@@ -104,6 +104,8 @@ func newEngine(conf *libchain.NetConf) (*libchain.Engine, func(), error) {
 		Log:      log,
 		OnOp:     journal.OnOp(conf.CacheDir, log),
 		Procs:    libchain.ProcScanner{},
+		// a DEL with no record passes CNI_NETNS only on this proof
+		NetNSHolds: libchain.NetNSHolds,
 	}
 	if conf.LibcniResultsDir != "" {
 		atDel, err := libcnientry.NewAtDel(conf.LibcniResultsDir, nil, log)

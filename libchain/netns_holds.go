@@ -1,0 +1,107 @@
+package libchain
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+
+	"golang.org/x/sys/unix"
+)
+
+// NetNSHoldsFunc reports whether the network namespace whose file is at
+// path has an interface named ifname that holds one of ips (addresses
+// without prefix). A DEL with no record passes its CNI_NETNS to the
+// delegates only on that proof (noRecordNetNS).
+type NetNSHoldsFunc func(path, ifname string, ips map[string]bool) (bool, error)
+
+var _ NetNSHoldsFunc = NetNSHolds
+
+// NetNSHolds is the real NetNSHoldsFunc: it enters the namespace on a
+// locked thread of its own (root), lists ifname's addresses there and
+// returns; if that thread cannot be put back into its own namespace it
+// stays locked, and Go ends it with the goroutine. No interface of that
+// name is false, not an error.
+func NetNSHolds(path, ifname string, ips map[string]bool) (bool, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	if err != nil {
+		return false, fmt.Errorf("netns %s: %w", path, err)
+	}
+	defer func() { _ = f.Close() }()
+	type answer struct {
+		addrs []net.Addr
+		err   error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		runtime.LockOSThread()
+		var addrs []net.Addr
+		restored, err := inNetNS(f, func() error {
+			iface, err := net.InterfaceByName(ifname)
+			if err != nil {
+				return err
+			}
+			addrs, err = iface.Addrs()
+			return err
+		})
+		if restored {
+			runtime.UnlockOSThread()
+		}
+		done <- answer{addrs, err}
+	}()
+	a := <-done
+	var nerr *net.OpError
+	if errors.As(a.err, &nerr) && nerr.Err != nil && nerr.Err.Error() == "no such network interface" {
+		return false, nil
+	}
+	if a.err != nil {
+		return false, fmt.Errorf("netns %s: %s: %w", path, ifname, a.err)
+	}
+	for _, addr := range a.addrs {
+		if ipn, ok := addr.(*net.IPNet); ok && ips[ipn.IP.String()] {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// inNetNS runs fn in f's namespace on the current (locked) thread and
+// returns the thread to its own; restored reports whether it is back.
+func inNetNS(f *os.File, fn func() error) (restored bool, err error) {
+	self, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
+	if err != nil {
+		return true, err
+	}
+	defer func() { _ = self.Close() }()
+	if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+		return true, fmt.Errorf("entering netns: %w", err)
+	}
+	ferr := fn()
+	if err := unix.Setns(int(self.Fd()), unix.CLONE_NEWNET); err != nil {
+		return false, errors.Join(ferr, fmt.Errorf("returning from netns: %w", err))
+	}
+	return true, ferr
+}
+
+// noRecordNetNS is the CNI_NETNS a DEL with no record passes its
+// delegates: the runtime's, only when the namespace at that path has the
+// DEL's ifname holding one of the addresses of its prevResult (want),
+// which no live record names (heldElsewhere checked that): then it is the
+// ADD's namespace, and bridge and ptp can free what they find from inside
+// it (the veth, the ipMasq rules). Else none, as the spec allows for DEL.
+func (e *Engine) noRecordNetNS(req Request, want map[string]bool) string {
+	if e.NetNSHolds == nil || req.Args.NetNS == "" || len(want) == 0 {
+		return ""
+	}
+	ok, err := e.NetNSHolds(req.Args.NetNS, req.Args.IfName, want)
+	if err != nil {
+		e.log().Info("DEL with no record: the netns cannot be checked; releasing without CNI_NETNS",
+			"attachment", req.Key().String(), "netns", req.Args.NetNS, "error", err)
+		return ""
+	}
+	if !ok {
+		return ""
+	}
+	return req.Args.NetNS
+}
