@@ -55,8 +55,8 @@ func linesFrom(log []string, n int, prefix string) int {
 //     "Required prevResult missing", with the same outcome in CRI-O.
 //   - DEL of that attachment: no record, but CRI-O passes the result
 //     libcni cached at ADD, so Catena DELs every delegate best-effort
-//     without CNI_NETNS and host-local frees the IP, as the plain
-//     conflist's DEL does.
+//     (with CNI_NETNS, its eth0 holding that result's address) and
+//     host-local frees the IP, as the plain conflist's DEL does.
 func TestCRIOStatusAndCheck(t *testing.T) {
 	w := newWorld(t)
 	net, plainNet := "criostatus-"+w.id, "criocheckplain-"+w.id
@@ -140,12 +140,14 @@ func TestCRIOStatusAndCheck(t *testing.T) {
 	// The lost record's DEL finds no record and nothing to adopt
 	// (libcniResultsDir: Catena's own libcni entry is not adopted), but
 	// CRI-O hands it the result libcni cached at ADD: Catena DELs every
-	// delegate best-effort without CNI_NETNS, and host-local frees the IP
-	// by container ID, as the plain conflist's DEL would.
+	// delegate best-effort, and host-local frees the IP by container ID,
+	// as the plain conflist's DEL would. CRI-O DELs before it unmounts the
+	// netns, whose eth0 still holds the result's address: that proves it
+	// the ADD's namespace, and the delegates get its path.
 	assert.Empty(t, w.ipamFiles(net), "the IP of the sandbox whose record was lost is freed too")
 	log = failerLog(t, flog)
-	assert.Contains(t, log, fmt.Sprintf("DEL %s eth0 -", lost), "the failer is DELed without CNI_NETNS")
-	assert.Zero(t, linesFrom(log, 0, "DEL "+lost+" eth0 /"), "no DEL of the lost sandbox names a netns")
+	assert.Equal(t, 1, linesFrom(log, 0, "DEL "+lost+" eth0 /"), "the failer's DEL names the proven netns")
+	assert.NotContains(t, log, fmt.Sprintf("DEL %s eth0 -", lost))
 	dels := opsFor(catenaOps(t, w.cacheDir), "DEL", lost)
 	require.NotEmpty(t, dels)
 	for i, op := range dels {
@@ -158,6 +160,7 @@ func TestCRIOStatusAndCheck(t *testing.T) {
 		require.NotNil(t, op.NoRecordRelease, "the journal says the first DEL released")
 		assert.Equal(t, 2, op.NoRecordRelease.Delegates)
 		assert.Equal(t, journal.ReleaseReleased, op.NoRecordRelease.Outcome, op.NoRecordRelease.Reason)
+		assert.True(t, op.NoRecordRelease.WithNetNS)
 		assert.Empty(t, op.NoRecordRelease.Failed)
 		require.Len(t, op.Calls, 2)
 		assert.Equal(t, []string{"failer", "bridge"}, []string{op.Calls[0].Type, op.Calls[1].Type}, "in reverse")

@@ -45,7 +45,8 @@ func TestReconcileForgottenTeardown(t *testing.T) {
 		}
 		recs := n.w.records(n.net)
 		require.Len(t, recs, 1)
-		require.Equal(t, "needs-teardown", readRecord(t, recs[0])["phase"])
+		rec := readRecord(t, recs[0])
+		require.Equal(t, "needs-teardown", rec["phase"])
 		require.Len(t, n.w.ipamFiles(n.net), 1, "the record holds the bridge's IP")
 
 		// the fault lasts until the agent's retry has failed at least once
@@ -78,6 +79,7 @@ func TestReconcileForgottenTeardown(t *testing.T) {
 		require.NotEmpty(t, retries)
 		assert.Equal(t, "ok", retries[len(retries)-1].Outcome)
 		assert.Empty(t, n.opsOf("RECLAIM", "ABANDON"))
+		n.requireTombstones("RETRY", rec["key"].(map[string]any)["containerID"].(string))
 
 		if n.v.legacy {
 			require.NoError(t, n.d.stopPod(pods[0]), "1.6 stops the sandbox once Catena has released it")

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -12,6 +13,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/catena-cni/catena/libchain/journal"
@@ -145,6 +147,23 @@ func (n *agentNode) markPath(id string) string {
 // recordPath is id's record.
 func (n *agentNode) recordPath(id string) string {
 	return filepath.Join(n.w.cacheDir, "records", n.net, id+":eth0.json")
+}
+
+// requireTombstones: each of ids, torn down by the agent outside the
+// runtime's DEL, left a tombstone saying by whom, so that a stale DEL of
+// it invokes nothing.
+func (n *agentNode) requireTombstones(by string, ids ...string) {
+	n.t.Helper()
+	for _, id := range ids {
+		data, err := os.ReadFile(filepath.Join(n.w.cacheDir, "tombstones", n.net, id+":eth0.json"))
+		require.NoError(n.t, err, "the tombstone of %s", id)
+		var ts struct {
+			By  string   `json:"by"`
+			IPs []string `json:"ips"`
+		}
+		require.NoError(n.t, json.Unmarshal(data, &ts), "%s", data)
+		assert.Equal(n.t, by, ts.By, "%s torn down by", id)
+	}
 }
 
 // exists reports whether path exists, failing on any other error.

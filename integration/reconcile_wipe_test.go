@@ -216,6 +216,7 @@ func TestReconcileRuntimeStateWiped(t *testing.T) {
 		assert.Zero(t, ips, "IPs released")
 		assert.Zero(t, veths, "veths deleted (their netns still live)")
 		assert.Zero(t, rules, "DNAT rules deleted")
+		n.requireTombstones("RECLAIM", ids...)
 		marked, reclaimed := p.metric("catena_reconcile_marked_total"), p.metric("catena_reconcile_reclaimed_total")
 		assert.Equal(t, float64(sandboxes), marked)
 		assert.Equal(t, float64(sandboxes), reclaimed)
