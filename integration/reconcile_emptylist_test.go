@@ -39,7 +39,10 @@ func (w *world) podProcess(name string) (stop func()) {
 // ListPodSandbox with an empty list (a wrong --runtime-endpoint). Two
 // `catenactl reconcile --grace 1s` passes, a grace apart, mark and reclaim
 // nothing: IPs, veths and records stay, and each decision says why. Then
-// the processes exit (the pods are gone, their netns left): the next two
+// the processes exit, their netns left pinned (a CRI-O pod with
+// drop_infra_ctr whose containers wait to restart looks just so): two more
+// passes a grace apart still mark and reclaim nothing, each kept for want
+// of proof. Then the netns files go (the sandboxes are gone): the next two
 // passes mark and reclaim all 5, each proved gone by its netns.
 func TestReconcileEmptyListKeepsLivePods(t *testing.T) {
 	const pods = 5
@@ -48,10 +51,11 @@ func TestReconcileEmptyListKeepsLivePods(t *testing.T) {
 	net := "empty-" + w.id
 	list := w.catenaList(net, "1.1.0", w.bridgeDelegate())
 	c := w.newCtl(net, w.bridgeDelegate())
-	var ids []string
+	var ids, names []string
 	var stops []func()
 	for i := range pods {
 		name := fmt.Sprintf("%s-p%d", w.id, i)
+		names = append(names, name)
 		ns := w.addNetns(name)
 		stops = append(stops, w.podProcess(name))
 		id := fmt.Sprintf("pod%d-%s", i, w.id)
@@ -97,15 +101,33 @@ func TestReconcileEmptyListKeepsLivePods(t *testing.T) {
 	fmt.Printf("reconcile empty list, pods alive: 2 passes a grace (%s) apart: first %d marked, %d reclaimed; second %q; IPs %d -> %d, veths %d -> %d, records %d -> %d\nfirst row of the table: %s\n",
 		grace, rep.Marked, rep.Reclaimed, summaryLine, pods, ips, pods, veths, pods, recs, lines[1])
 
-	// the pods' processes exit: their netns is left with no process in it
+	// the pods' processes exit: their netns is left pinned, with no
+	// process in it: no proof
 	for _, stop := range stops {
 		stop()
+	}
+	for range 2 {
+		rep = jsonOf[reconcile.Report](c, 0, args...)
+		assert.Zero(t, rep.Marked, "a pinned netns with no process is no proof")
+		assert.Zero(t, rep.Reclaimed)
+		for _, d := range rep.Decisions {
+			assert.Equal(t, reconcile.ActKept, d.Action, "%s: %s", d.Key.ContainerID, d.Reason)
+			assert.Contains(t, d.Reason, "is still that of its ADD, and no process is in it")
+		}
+		time.Sleep(grace)
+	}
+	assert.Len(t, w.ipamFiles(net), pods, "IPs kept while the netns is pinned")
+	assert.Len(t, w.hostVeths(), pods, "veths kept while the netns is pinned")
+
+	// the netns files go: proof
+	for _, name := range names {
+		run(t, "ip", "netns", "del", name)
 	}
 	rep = jsonOf[reconcile.Report](c, 0, args...)
 	assert.Equal(t, pods, rep.Marked)
 	for _, d := range rep.Decisions {
 		assert.Equal(t, reconcile.ActMarked, d.Action, "%s: %s", d.Key.ContainerID, d.Reason)
-		assert.Contains(t, d.Reason, "is still that of its ADD, but no process is in it")
+		assert.Contains(t, d.Reason, "is gone, and no process is in the namespace of its ADD")
 	}
 	time.Sleep(grace)
 	rep = jsonOf[reconcile.Report](c, 0, args...)
@@ -114,6 +136,6 @@ func TestReconcileEmptyListKeepsLivePods(t *testing.T) {
 	assert.Zero(t, ips, "IPs released")
 	assert.Zero(t, veths, "veths deleted")
 	assert.Zero(t, recs, "records gone")
-	fmt.Printf("reconcile empty list, pods gone (netns left, no process): %d marked, then %d reclaimed; IPs, veths, records left: %d, %d, %d\n",
+	fmt.Printf("reconcile empty list, pods gone (netns deleted): %d marked, then %d reclaimed; IPs, veths, records left: %d, %d, %d\n",
 		pods, rep.Reclaimed, ips, veths, recs)
 }

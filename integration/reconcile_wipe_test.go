@@ -105,6 +105,16 @@ func (d *containerd) wipeRootAndState() []string {
 	return kept
 }
 
+// unpinNetns removes the network namespace files at paths (bind mounts of
+// nsfs): each namespace goes with its last process.
+func unpinNetns(t *testing.T, paths []string) {
+	t.Helper()
+	for _, p := range paths {
+		require.NoError(t, syscall.Unmount(p, syscall.MNT_DETACH), "unmount %s", p)
+		require.NoError(t, os.Remove(p))
+	}
+}
+
 // restart starts containerd again on the same config and dirs, appending
 // to its log, and waits until its CRI API answers.
 func (d *containerd) restart() {
@@ -137,8 +147,12 @@ func (d *containerd) startAgain() {
 // their ADDs: for more than grace + 4 intervals nothing is marked or
 // reclaimed, since an empty list proves nothing and a netns with a
 // process in it is alive. Once those orphans are killed, every attachment
-// (IP, veth, DNAT rule, record) is reclaimed within grace + 2 intervals
-// (plus the teardowns' own time) of the kill, each exactly once.
+// Killed, they leave their netns pinned with no process in them, which
+// under an empty list is no proof either (a pinned namespace outlives its
+// processes): nothing is marked for grace + 4 intervals more. Once those
+// pinned netns files go too, every attachment (IP, DNAT rule, record) is
+// reclaimed within grace + 2 intervals (plus the teardowns' own time) of
+// their removal, each exactly once.
 func TestReconcileRuntimeStateWiped(t *testing.T) {
 	const (
 		sandboxes = 3
@@ -195,6 +209,18 @@ func TestReconcileRuntimeStateWiped(t *testing.T) {
 		for _, pid := range pauses {
 			killPause(pid)
 		}
+		// their netns stay pinned, with no process in them: no proof
+		time.Sleep(orphaned)
+		pinnedMarks := 0
+		for _, id := range ids {
+			if exists(t, n.markPath(id)) {
+				pinnedMarks++
+			}
+		}
+		assert.Len(t, n.w.records(n.net), sandboxes, "nothing reclaimed while their netns are pinned")
+		assert.Zero(t, pinnedMarks, "nor marked")
+		assert.Zero(t, p.metric("catena_reconcile_marked_total")+p.metric("catena_reconcile_reclaimed_total"))
+		unpinNetns(t, netns)
 		took := p.waitFor("reclaimed", 30*time.Second, func() (bool, string) {
 			left := len(n.w.records(n.net))
 			return left == 0, fmt.Sprintf("%d records left", left)
@@ -214,7 +240,7 @@ func TestReconcileRuntimeStateWiped(t *testing.T) {
 			rules += iptablesMentions(t, id)
 		}
 		assert.Zero(t, ips, "IPs released")
-		assert.Zero(t, veths, "veths deleted (their netns still live)")
+		assert.Zero(t, veths, "veths gone")
 		assert.Zero(t, rules, "DNAT rules deleted")
 		n.requireTombstones("RECLAIM", ids...)
 		marked, reclaimed := p.metric("catena_reconcile_marked_total"), p.metric("catena_reconcile_reclaimed_total")
@@ -223,9 +249,10 @@ func TestReconcileRuntimeStateWiped(t *testing.T) {
 		assert.Empty(t, n.opsOf("RETRY", "ABANDON"))
 		fmt.Printf("reconcile wiped runtime, containerd %s: %d sandboxes lost (%d netns outlive the wipe); outage: %.0f passes with runtime errors, %.0f records kept, 0 reclaimed; "+
 			"after the restart, 0 sandboxes listed, pause processes alive for %s: %d records, %d marks, %.0f marked, %.0f reclaimed; "+
-			"pause processes killed: %.0f marked, %.0f reclaimed (%d RECLAIM ops, %s of teardown) in %s (bound %s = grace %s + 2 x %s + teardown + 500ms); left: %d IPs, %d veths, %d DNAT rules, %d records\n",
+			"pause processes killed, netns pinned for %s: %d marks; "+
+			"netns removed: %.0f marked, %.0f reclaimed (%d RECLAIM ops, %s of teardown) in %s (bound %s = grace %s + 2 x %s + teardown + 500ms); left: %d IPs, %d veths, %d DNAT rules, %d records\n",
 			n.v.name, sandboxes, len(netns), runtimeErrors, keptRuntime, orphaned, heldRecords, heldMarks, heldMarked, heldReclaimed,
-			marked, reclaimed, len(reclaims), teardown.Round(time.Millisecond),
+			orphaned, pinnedMarks, marked, reclaimed, len(reclaims), teardown.Round(time.Millisecond),
 			took.Round(time.Millisecond), bound.Round(time.Millisecond), grace, interval, ips, veths, rules, len(n.w.records(n.net)))
 	})
 }

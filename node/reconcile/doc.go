@@ -18,9 +18,12 @@
 //  5. Doubt: an empty sandbox list proves nothing (a wrong endpoint, a
 //     runtime not yet restored): while it is empty, only a record whose
 //     netns proves its sandbox gone (no process in the namespace of its
-//     ADD, and the file there gone, another namespace, or left with no
-//     process) is a candidate; the others are kept, and so are their
-//     marks. Records with no netns or no recorded identity get no proof.
+//     ADD, and the file at its path gone or another namespace) is a
+//     candidate; the others are kept, and so are their marks. A file
+//     still that namespace with no process in it is no proof: a pinned
+//     namespace outlives its processes (CRI-O's drop_infra_ctr pods have
+//     none while their containers wait to restart). Records with no
+//     netns or no recorded identity get no proof.
 //  6. Two phases: a candidate is marked durably (time and record version);
 //     a later pass, at least grace after the mark, reclaims it only if a
 //     fresh ListPodSandbox still lacks it (and, if empty, its netns still

@@ -9,7 +9,9 @@ const emptyList = "the runtime listed no sandboxes"
 // and reports whether rec may be (or stay) a candidate. Not if its netns
 // shows its sandbox alive: decided as alive (its mark is cleared); nor, if
 // the runtime listed no sandboxes at all, unless its netns proves its
-// sandbox gone: kept, with its mark, for a pass that can decide.
+// sandbox gone (NSDead: its path gone, or another namespace there; a
+// namespace still pinned there with no process in it is no proof): kept,
+// with its mark, for a pass that can decide.
 func (p *pass) netnsAllows(rec *cache.Record, empty bool, alive Action) (Evidence, bool) {
 	ev := p.evidence(rec)
 	switch {

@@ -29,9 +29,12 @@ func decisionOf(t *testing.T, rep *Report, cid string) Decision {
 // state yet) while in-scope records exist proves nothing: over passes
 // spanning several grace periods, 5 records are never marked or reclaimed
 // on the strength of that list alone, and each decision says why. Only a
-// record whose netns proves it gone is reclaimed; a record whose namespace
-// still has a process in it is alive whatever the list says (its mark is
-// cleared), empty list or not.
+// record whose netns proves it gone (its path gone, or another namespace
+// there) is reclaimed; a namespace still pinned at its path with no process
+// in it is no proof (CRI-O's drop_infra_ctr pod between two restarts of its
+// containers): kept, with its mark. A record whose namespace still has a
+// process in it is alive whatever the list says (its mark is cleared),
+// empty list or not.
 func TestEmptyListIsDoubt(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -71,8 +74,12 @@ func TestEmptyListIsDoubt(t *testing.T) {
 			ActAlive, []string{"pid 4242 (pause) is in the netns of its ADD"}, false, false},
 		{"empty list, netns gone", nil, func(*world, string) {},
 			ActReclaimed, []string{"netns /var/run/netns/%s is gone"}, true, false},
-		{"empty list, netns left with no process in it", nil, func(w *world, cid string) { w.netnsOnly(cid) },
-			ActReclaimed, []string{"still that of its ADD, but no process is in it"}, true, false},
+		{"empty list, netns pinned with no process in it (CRI-O's drop_infra_ctr between restarts)", nil, func(w *world, cid string) { w.netnsOnly(cid) },
+			ActKept, []string{"runtime listed no sandboxes", "still that of its ADD, and no process is in it"}, false, true},
+		{"empty list, another namespace at the netns path", nil, func(w *world, cid string) { w.netnsReplaced(cid) },
+			ActReclaimed, []string{"netns /var/run/netns/%s is now another namespace"}, true, false},
+		{"other sandboxes listed, netns pinned with no process in it: the list decides", []string{"other"}, func(w *world, cid string) { w.netnsOnly(cid) },
+			ActReclaimed, nil, true, false},
 		{"other sandboxes listed, no netns identity: the list decides", []string{"other"}, func(w *world, cid string) {
 			rec := mustLoad(w.t.(*testing.T), w, cid)
 			rec.NetNSID = nil
@@ -206,7 +213,7 @@ func TestJudge(t *testing.T) {
 		why        string
 	}{
 		{"a process in it, its file gone", nil, map[cache.NetNSIdentity]string{id: "pid 7 (pause)"}, "", false, NSAlive, "pid 7 (pause) is in the netns of its ADD"},
-		{"same file, no process", map[string]cache.NetNSIdentity{"/var/run/netns/x": id}, nil, "", false, NSDead, "still that of its ADD, but no process is in it"},
+		{"same file, no process", map[string]cache.NetNSIdentity{"/var/run/netns/x": id}, nil, "", false, NSIdle, "still that of its ADD, and no process is in it"},
 		{"same file, processes not all seen", map[string]cache.NetNSIdentity{"/var/run/netns/x": id}, nil, "no hostPID", false, NSAlive, "whether a process is in it is unknown: no hostPID"},
 		{"another namespace at the path", map[string]cache.NetNSIdentity{"/var/run/netns/x": other}, map[cache.NetNSIdentity]string{other: "pid 8 (pause)"}, "", false, NSDead, "now another namespace, and no process is in that of its ADD"},
 		{"another namespace, processes not all seen", map[string]cache.NetNSIdentity{"/var/run/netns/x": other}, nil, "no hostPID", false, NSDead, "now another namespace"},

@@ -184,6 +184,14 @@ func (w *world) netnsOnly(cid string) {
 	w.ns.at["/var/run/netns/"+cid] = netnsID(cid)
 }
 
+// netnsReplaced puts another namespace than that of cid's ADD at its
+// path, with no process in the namespace of the ADD: the path reused.
+func (w *world) netnsReplaced(cid string) {
+	w.ns.mu.Lock()
+	defer w.ns.mu.Unlock()
+	w.ns.at["/var/run/netns/"+cid] = netnsID(cid + "-next")
+}
+
 // netnsID is the identity of cid's namespace as its ADD recorded it.
 func netnsID(cid string) cache.NetNSIdentity {
 	h := fnv.New64a()

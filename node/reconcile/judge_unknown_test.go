@@ -32,7 +32,7 @@ func TestJudgeUnknownID(t *testing.T) {
 		{"known at ADD, unknown now, a process in it", &known, unknown, unknown, true, "", NSAlive, "is in the netns of its ADD"},
 		{"known at ADD, unknown now, processes not all seen", &known, unknown, unknown, false, "no hostPID", NSAlive, "whether a process is in it is unknown"},
 		{"unknown at ADD, processes not all seen", &unknown, known, known, false, "no hostPID", NSAlive, "whether a process is in it is unknown"},
-		{"unknown at ADD, no process in any namespace of its inode", &unknown, known, known, false, "", NSDead, "no process is in"},
+		{"unknown at ADD, no process in any namespace of its inode", &unknown, known, known, false, "", NSIdle, "no proof its sandbox is gone"},
 		{"no identity recorded, unknown now, a process in it", nil, unknown, known, true, "", NSAlive, "has no netns identity to tell"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

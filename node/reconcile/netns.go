@@ -37,9 +37,16 @@ const (
 	// namespace): the sandbox runs, whatever the runtime lists.
 	NSAlive
 	// NSDead: proof that the sandbox is gone: no process is in the
-	// namespace of its ADD, and its file is gone, is another namespace,
-	// or has no process in it.
+	// namespace of its ADD, and the file at its path is gone or is
+	// another namespace.
 	NSDead
+	// NSIdle: the file at its path is still the namespace of its ADD, and
+	// no process is in it. Neither proof of life nor of death: a namespace
+	// pinned by a bind mount outlives its processes, and a live pod can
+	// have none for minutes (CRI-O's drop_infra_ctr, its default, runs no
+	// infra process; its containers may wait to restart). The runtime's
+	// list decides; an empty one proves nothing.
+	NSIdle
 )
 
 // Evidence is a Verdict and why.
@@ -50,7 +57,8 @@ type Evidence struct {
 
 // judge tells what rec's netns says of its sandbox, from one look at the
 // node's processes. Only a record whose ADD recorded the namespace's
-// identity can be proved gone; any doubt is NSUnknown or NSAlive.
+// identity can be proved gone, and only by its path: gone, or holding
+// another namespace. Any doubt is NSUnknown, NSIdle or NSAlive.
 func judge(obs NetNSObserver, procs Processes, rec *cache.Record) Evidence {
 	path := rec.NetNS
 	if path == "" {
@@ -72,9 +80,9 @@ func judge(obs NetNSObserver, procs Processes, rec *cache.Record) Evidence {
 	match := libchain.CompareNetNS(*rec.NetNSID, cur)
 	switch {
 	case err == nil && match == libchain.NetNSSame && complete:
-		return Evidence{NSDead, fmt.Sprintf("netns %s is still that of its ADD, but no process is in it", path)}
+		return Evidence{NSIdle, fmt.Sprintf("netns %s is still that of its ADD, and no process is in it (a pinned namespace outlives its processes: no proof its sandbox is gone)", path)}
 	case err == nil && match == libchain.NetNSDoubt && complete:
-		return Evidence{NSDead, fmt.Sprintf("netns %s has the inode of its ADD's namespace (whose ID is unknown), but no process is in a namespace with that inode", path)}
+		return Evidence{NSIdle, fmt.Sprintf("netns %s has the inode of its ADD's namespace (whose ID is unknown), and no process is in a namespace with that inode (no proof its sandbox is gone)", path)}
 	case err == nil && match == libchain.NetNSSame:
 		return Evidence{NSAlive, fmt.Sprintf("netns %s is still that of its ADD (whether a process is in it is unknown: %s)", path, procs.Incomplete)}
 	case err == nil && match == libchain.NetNSDoubt:
