@@ -78,9 +78,10 @@ var crioGCErrors = []string{"Error while GCing network", "Garbage collect stale 
 //
 //   - a fresh start, no sandbox: the list is null (a spy network shows it)
 //     and Catena accepts it: CRI-O logs no GC error; Catena tears down a
-//     record left by an earlier runtime instance (its netns holds no
-//     process: IP, veth and record go), and keeps one whose netns holds a
-//     process, whatever the list says;
+//     record left by an earlier runtime instance (its netns is gone: IP
+//     and record go), and keeps one whose netns holds a process, whatever
+//     the list says (under an empty list a netns still pinned with no
+//     process in it is no proof either: libchain's TestGCEmptyListProof);
 //   - restarts of CRI-O (SIGTERM, then SIGKILL) with two sandboxes
 //     running: the list names them; their IPs, veths and records are kept
 //     and CRI-O reports the same IPs; a record of no sandbox is torn down.
@@ -91,8 +92,8 @@ func TestCRIOGCKeepsItsSandboxes(t *testing.T) {
 	list := w.gcList(net, "1ms", w.bridgeDelegate(), failer(fmt.Sprintf(`"logFile":%q`, flog)))
 	spyDir, spyList, spyLog := gcSpy(t, w)
 
-	// What an earlier runtime instance left: an attachment whose netns
-	// holds no process, and one whose netns holds one.
+	// What an earlier runtime instance left: an attachment whose netns is
+	// gone, and one whose netns holds a process.
 	stale, live := w.container("stale"), w.container("live")
 	w.podProcess(filepath.Base(live.NetNS))
 	for _, rt := range []*libcni.RuntimeConf{stale, live} {
@@ -102,6 +103,8 @@ func TestCRIOGCKeepsItsSandboxes(t *testing.T) {
 	}
 	require.Len(t, w.ipamFiles(net), 2)
 	require.Len(t, w.hostVeths(), 2)
+	// stale's sandbox is gone: its netns, and its veth with it
+	run(t, "ip", "netns", "del", filepath.Base(stale.NetNS))
 	time.Sleep(10 * time.Millisecond) // past the 1ms grace period
 
 	c := startCRIOWith(t, w, string(list.Bytes), crioSetup{files: map[string]string{"90-gcspy.conflist": spyList}, binDirs: []string{spyDir}})
@@ -119,7 +122,7 @@ func TestCRIOGCKeepsItsSandboxes(t *testing.T) {
 	require.Len(t, recs, 1, "the stale record is collected, the live one kept")
 	assert.Contains(t, recs[0], live.ContainerID)
 	assert.Len(t, w.ipamFiles(net), 1, "the stale IP is freed")
-	assert.Len(t, w.hostVeths(), 1, "the stale veth is gone")
+	assert.Len(t, w.hostVeths(), 1, "the stale veth is gone (with its netns)")
 	assert.Len(t, w.sandboxAddrsOf(live.NetNS, "eth0"), 1, "the live attachment is untouched")
 
 	// Two sandboxes; a record of no sandbox, which the next GC collects.

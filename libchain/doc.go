@@ -18,7 +18,7 @@
 //	teardown.go       DEL and the teardown that rollback, DEL, GC and the retries share; a corrupt record quarantined
 //	verbs.go          CHECK, STATUS and GC as the runtime calls them
 //	gc.go             CollectGarbage: records the runtime no longer lists torn down, GC forwarded with a widened valid list
-//	gcalive.go        what keeps a record GC would tear down: its ADD's netns still holds a process, or nothing can tell
+//	gcalive.go        what keeps a record GC would tear down: its ADD's netns still holds a process, nothing can tell, or an empty list and no proof
 //	procscan.go       ProcScanner: which network namespaces hold a process, seen through /proc (GC and the node reconciler)
 //	barrier.go        the network barrier an ADD holds shared and a GC exclusive (cache.Barrier)
 //	gate.go           the stdin gate: a delegate gets its request only once its record is durable

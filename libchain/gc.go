@@ -74,7 +74,9 @@ type GCReport struct {
 // it (or, with StaleNetNS, because its netns is stale) is kept while the
 // namespace of its ADD still holds a process, as Engine.Procs sees it in
 // one scan per GC (stillAlive): a runtime's list comes from its own state,
-// and a sandbox it forgot still runs.
+// and a sandbox it forgot still runs. An empty list (null or []) proves
+// nothing: under it a record is torn down only if its netns path is gone
+// or holds another namespace.
 //
 // The delegates get the runtime's list plus every attachment Catena keeps
 // alive (skipped, or still needing teardown), so that a delegate's own GC
@@ -334,7 +336,7 @@ func (e *Engine) collectOne(ctx context.Context, req Request, key cache.Key, p g
 		return // live: never touched, and already in the runtime's list
 	}
 	if !dead {
-		if why := e.stillAlive(rec, p.look); why != "" {
+		if why := e.stillAlive(rec, p.look, len(p.opts.Valid) == 0 && !p.opts.StaleNetNS); why != "" {
 			if !p.opts.DryRun {
 				e.log().Warn("GC keeps an attachment it would have torn down: "+why, "attachment", key.String(), "netns", rec.NetNS)
 			}

@@ -33,12 +33,25 @@ func (l *procLook) get() (NetNSProcesses, error) {
 //   - the scan could not see every process, and its netns path is still
 //     the namespace of its ADD (or cannot be read);
 //   - it has no identity (an earlier build) and its netns path still
-//     exists, so that nothing tells whether its sandbox is gone.
+//     exists, so that nothing tells whether its sandbox is gone;
+//   - the runtime's list is empty (emptyList: null or []), which proves
+//     nothing (a runtime that forgot its sandboxes, or the wrong one), and
+//     nothing else proves its sandbox gone: only a netns path that is gone
+//     or holds another namespace does. A namespace still at its path with
+//     no process in it is no proof: a namespace pinned by a bind mount
+//     outlives its processes, and a live pod can have none (CRI-O's
+//     drop_infra_ctr, its default, runs no infra process, and its
+//     containers may wait minutes to restart). Nor is a path that cannot
+//     be read, or no netns recorded at all.
 //
-// A record with no netns, or whose path is gone and no process holds its
-// namespace, is not kept. Without a scanner only the last rule applies.
-func (e *Engine) stillAlive(rec *cache.Record, look *procLook) string {
+// Otherwise a record with no netns, or whose namespace holds no process,
+// is not kept: a runtime that lists other attachments decides for it.
+// Without a scanner only the rules of identity and of the empty list apply.
+func (e *Engine) stillAlive(rec *cache.Record, look *procLook, emptyList bool) string {
 	if rec.NetNS == "" {
+		if emptyList {
+			return emptyListKeeps("no netns is recorded to prove its sandbox gone")
+		}
 		return ""
 	}
 	state, why := e.netnsState(rec)
@@ -48,19 +61,27 @@ func (e *Engine) stillAlive(rec *cache.Record, look *procLook) string {
 		}
 		return why + ": kept while its netns exists"
 	}
-	if look.scanner == nil {
-		return ""
+	if look.scanner != nil {
+		procs, err := look.get()
+		if who := procs.Holder(*rec.NetNSID); who != "" {
+			return fmt.Sprintf("netns %s still holds a process (%s)", rec.NetNS, who)
+		}
+		doubt := procs.Incomplete
+		if err != nil {
+			doubt = err.Error()
+		}
+		if doubt != "" && (state == nsSame || state == nsUnverified || state == nsSameInode) {
+			return fmt.Sprintf("%s, and whether a process is in it is unknown (%s)", why, doubt)
+		}
 	}
-	procs, err := look.get()
-	if who := procs.Holder(*rec.NetNSID); who != "" {
-		return fmt.Sprintf("netns %s still holds a process (%s)", rec.NetNS, who)
-	}
-	doubt := procs.Incomplete
-	if err != nil {
-		doubt = err.Error()
-	}
-	if doubt != "" && (state == nsSame || state == nsUnverified || state == nsSameInode) {
-		return fmt.Sprintf("%s, and whether a process is in it is unknown (%s)", why, doubt)
+	if emptyList && (state == nsSame || state == nsUnverified || state == nsSameInode) {
+		return emptyListKeeps(why)
 	}
 	return ""
+}
+
+// emptyListKeeps is why a record is kept under an empty valid list.
+func emptyListKeeps(why string) string {
+	return "the runtime listed no attachment, and " + why +
+		": under an empty list only a netns path gone or holding another namespace proves its sandbox gone"
 }

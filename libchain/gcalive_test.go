@@ -3,6 +3,7 @@ package libchain
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"strings"
@@ -64,13 +65,14 @@ func (h *nsHarness) idOf(t *testing.T, cid string) cache.NetNSIdentity {
 // its own state; a sandbox it forgot still runs. A GC with null or [] keeps
 // the record whose ADD's namespace holds a process, says why, logs it once
 // and tells the delegates it is valid; it tears down the record whose
-// namespace holds none.
+// netns path is gone and whose namespace holds no process.
 func TestGCKeepsARecordWhoseNetNSHoldsAProcess(t *testing.T) {
 	for _, valid := range []string{"null", "[]"} {
 		t.Run(valid, func(t *testing.T) {
 			h, procs, logs := aliveHarness(t)
 			h.add(t, "running")
-			h.add(t, "stopped") // its netns is still pinned, with no process in it
+			h.add(t, "stopped")
+			h.ns.remove("/var/run/netns/stopped") // its sandbox is gone
 			procs.in[h.idOf(t, "running")] = "pid 42 (pause)"
 			h.clock.advance(time.Hour)
 			h.exec.reset()
@@ -128,7 +130,8 @@ func TestGCProcessGuard(t *testing.T) {
 			require.NoError(t, err)
 			p.in[id] = "pid 43 (pause)"
 		}},
-		{name: "no process, the path still the ADD's namespace", set: func(*testing.T, *nsHarness, *fakeScanner) {}},
+		{name: "no process, the path still the ADD's namespace", set: func(*testing.T, *nsHarness, *fakeScanner) {},
+			wantKept: "the runtime listed no attachment, and netns " + path + " still exists"},
 		{name: "no process, the path gone", set: func(_ *testing.T, h *nsHarness, _ *fakeScanner) { h.ns.remove(path) }},
 		{name: "scan incomplete, the path still the ADD's namespace", set: func(_ *testing.T, _ *nsHarness, p *fakeScanner) {
 			p.incomplete = "not in the host's PID namespace"
@@ -199,6 +202,8 @@ func TestGCScansOnlyWhenARecordWouldGo(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, procs.scans, "every record listed")
 
+	h.ns.remove("/var/run/netns/a")
+	h.ns.remove("/var/run/netns/b")
 	rep, err := h.eng.CollectGarbage(context.Background(), gcReq(h.conf), GCOptions{Valid: []Attachment{}})
 	require.NoError(t, err)
 	assert.Len(t, rep.TornDown, 2)
@@ -221,4 +226,74 @@ func TestGCStaleNetNSKeepsARecordWhoseNamespaceHoldsAProcess(t *testing.T) {
 	assert.Equal(t, []cache.Key{keyOf(h.conf, "gone")}, rep.TornDown)
 	require.Len(t, rep.Skipped, 1)
 	assert.Equal(t, "netns /var/run/netns/held still holds a process (pid 42 (pause))", rep.Skipped[0].Reason)
+}
+
+// TestGCEmptyListProof: under a valid list that is null or [] (a runtime
+// that forgot its sandboxes, or the wrong one), GC tears a record down only
+// on proof that its sandbox is gone: its netns path gone, or another
+// namespace there. A namespace still pinned at its path with no process in
+// it (CRI-O's drop_infra_ctr pod between two restarts of its containers), a
+// path that cannot be read and a record with no netns are kept, whether
+// processes are scanned or not. While the runtime lists other attachments,
+// its list decides for them.
+func TestGCEmptyListProof(t *testing.T) {
+	const path = "/var/run/netns/c1"
+	const kept = "the runtime listed no attachment, and "
+	other := []Attachment{{ContainerID: "other", IfName: "eth0"}}
+	for _, tc := range []struct {
+		name string
+		// set runs after the ADD of c1, before GC.
+		set       func(h *nsHarness)
+		noScanner bool
+		// wantKept is why c1 is kept under null and [] ("": torn down).
+		wantKept string
+	}{
+		{name: "pinned, no process", set: func(*nsHarness) {}, wantKept: kept + "netns " + path + " still exists"},
+		{name: "pinned, no scanner", noScanner: true, set: func(*nsHarness) {}, wantKept: kept + "netns " + path + " still exists"},
+		{name: "unreadable", set: func(h *nsHarness) { h.ns.errs[path] = errors.New("permission denied") },
+			wantKept: kept + "netns " + path + " cannot be read: permission denied"},
+		{name: "no netns recorded", set: func(h *nsHarness) {
+			rec, err := h.store.Load(keyOf(h.conf, "c1"))
+			require.NoError(t, err)
+			rec.NetNS, rec.NetNSID = "", nil
+			require.NoError(t, h.store.Save(rec))
+		}, wantKept: kept + "no netns is recorded to prove its sandbox gone"},
+		{name: "path gone", set: func(h *nsHarness) { h.ns.remove(path) }},
+		{name: "path gone, no scanner", noScanner: true, set: func(h *nsHarness) { h.ns.remove(path) }},
+		{name: "another namespace at the path", set: func(h *nsHarness) { h.ns.reuseInode(path) }},
+	} {
+		for _, valid := range []string{"null", "[]", "others"} {
+			t.Run(tc.name+", "+valid, func(t *testing.T) {
+				h, _, _ := aliveHarness(t)
+				if tc.noScanner {
+					h.eng.Procs = nil
+				}
+				h.add(t, "c1")
+				tc.set(h)
+				h.clock.advance(time.Hour)
+				opts := GCOptions{Valid: []Attachment{}}
+				if valid == "others" {
+					opts.Valid = other
+				} else {
+					list, err := parseValid(json.RawMessage(valid), nil)
+					require.NoError(t, err)
+					opts.Valid = list
+				}
+				rep, err := h.eng.CollectGarbage(context.Background(), gcReq(h.conf), opts)
+				require.NoError(t, err)
+				if tc.wantKept == "" || valid == "others" {
+					assert.Equal(t, []cache.Key{keyOf(h.conf, "c1")}, rep.TornDown, "%+v", rep.Skipped)
+					assert.Empty(t, rep.Skipped)
+					return
+				}
+				assert.Empty(t, rep.TornDown)
+				require.Len(t, rep.Skipped, 1)
+				assert.Contains(t, rep.Skipped[0].Reason, tc.wantKept)
+				assert.Contains(t, rep.Skipped[0].Reason, "only a netns path gone or holding another namespace proves its sandbox gone")
+				assert.Equal(t, []Attachment{{ContainerID: "c1", IfName: "eth0"}}, rep.KeptAlive, "the delegates are told it is valid")
+				_, err = h.store.Load(keyOf(h.conf, "c1"))
+				require.NoError(t, err)
+			})
+		}
+	}
 }

@@ -50,7 +50,7 @@ func TestNetNSUnknownIDIsDoubt(t *testing.T) {
 			// the pause process is in the namespace at the path, as the
 			// scan identifies it now
 			scan := &fakeScanner{in: map[cache.NetNSIdentity]string{tc.now: "pid 42 (pause)"}}
-			kept := eng.stillAlive(rec, &procLook{scanner: scan})
+			kept := eng.stillAlive(rec, &procLook{scanner: scan}, false)
 			assert.Equal(t, tc.wantKept, kept != "", "GC keeps it: %q", kept)
 		})
 	}

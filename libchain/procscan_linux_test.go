@@ -20,19 +20,31 @@ import (
 )
 
 // namedNetNS creates the network namespace name with ip netns add, as a
-// runtime pins a sandbox's, and deletes it in t.Cleanup; it returns its
-// path.
+// runtime pins a sandbox's, and deletes it in t.Cleanup unless the test
+// did (delNetNS); it returns its path.
 func namedNetNS(t *testing.T, name string) string {
 	t.Helper()
 	requireNetNSRoot(t)
 	out, err := exec.Command("ip", "netns", "add", name).CombinedOutput()
 	require.NoError(t, err, "ip netns add %s: %s", name, out)
+	path := filepath.Join("/var/run/netns", name)
 	t.Cleanup(func() {
+		if _, err := os.Lstat(path); os.IsNotExist(err) {
+			return
+		}
 		if out, err := exec.Command("ip", "netns", "del", name).CombinedOutput(); err != nil {
 			t.Errorf("ip netns del %s: %v: %s", name, err, out)
 		}
 	})
-	return filepath.Join("/var/run/netns", name)
+	return path
+}
+
+// delNetNS deletes the namespace name made by namedNetNS, as a runtime
+// removes a sandbox's.
+func delNetNS(t *testing.T, name string) {
+	t.Helper()
+	out, err := exec.Command("ip", "netns", "del", name).CombinedOutput()
+	require.NoError(t, err, "ip netns del %s: %s", name, out)
 }
 
 // sleepIn starts a sleep in the named namespace (ip netns exec, which
@@ -75,9 +87,10 @@ func nsInodeOf(t *testing.T, path string) uint64 {
 
 // TestGCKeepsARecordWhoseNetNSHoldsARealProcess: the real scanner, over
 // the real /proc, sees a sleep in a namespace that ip netns pins, and a
-// GC with null keeps that namespace's record while the sleep runs and
-// tears it down once it is gone; the record whose namespace holds nothing
-// is torn down at once.
+// GC with null keeps that namespace's record while the sleep runs; the
+// record whose namespace ip netns pins with nothing in it is kept too (no
+// proof under an empty list), and torn down once its namespace is
+// deleted; the first, once its sleep is gone and its namespace deleted.
 func TestGCKeepsARecordWhoseNetNSHoldsARealProcess(t *testing.T) {
 	requireNetNSRoot(t)
 	suffix := strconv.Itoa(os.Getpid())
@@ -103,15 +116,29 @@ func TestGCKeepsARecordWhoseNetNSHoldsARealProcess(t *testing.T) {
 
 	rep, err := h.eng.CollectGarbage(context.Background(), gcReq(conf), GCOptions{Valid: mustParseValid(t, conf)})
 	require.NoError(t, err)
-	assert.Equal(t, []cache.Key{keyOf(conf, "stopped")}, rep.TornDown)
-	require.Len(t, rep.Skipped, 1)
-	assert.Equal(t, fmt.Sprintf("netns %s still holds a process (pid %d (sleep))", runningPath, pid), rep.Skipped[0].Reason)
+	assert.Empty(t, rep.TornDown)
+	require.Len(t, rep.Skipped, 2)
+	reasons := map[string]string{}
+	for _, s := range rep.Skipped {
+		reasons[s.Key.ContainerID] = s.Reason
+	}
+	assert.Equal(t, fmt.Sprintf("netns %s still holds a process (pid %d (sleep))", runningPath, pid), reasons["running"])
+	assert.Contains(t, reasons["stopped"], "the runtime listed no attachment, and netns "+stoppedPath+" still exists")
 	h.record(t, req(conf, "running"))
+	h.record(t, req(conf, "stopped"))
 
+	delNetNS(t, stoppedName)
 	stop()
 	rep, err = h.eng.CollectGarbage(context.Background(), gcReq(conf), GCOptions{Valid: mustParseValid(t, conf)})
 	require.NoError(t, err)
-	assert.Equal(t, []cache.Key{keyOf(conf, "running")}, rep.TornDown, "no process is left in its namespace: %+v", rep.Skipped)
+	assert.Equal(t, []cache.Key{keyOf(conf, "stopped")}, rep.TornDown, "its namespace is gone: %+v", rep.Skipped)
+	h.noRecord(t, req(conf, "stopped"))
+	h.record(t, req(conf, "running"))
+
+	delNetNS(t, runningName)
+	rep, err = h.eng.CollectGarbage(context.Background(), gcReq(conf), GCOptions{Valid: mustParseValid(t, conf)})
+	require.NoError(t, err)
+	assert.Equal(t, []cache.Key{keyOf(conf, "running")}, rep.TornDown, "no process is left, and its namespace is gone: %+v", rep.Skipped)
 	h.noRecord(t, req(conf, "running"))
 }
 
