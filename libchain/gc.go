@@ -12,6 +12,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 
 	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/libchain/invoke"
 )
 
 // Attachment is one entry of cni.dev/valid-attachments.
@@ -164,9 +165,13 @@ func (e *Engine) collectGarbage(ctx context.Context, req Request, opts GCOptions
 // delegate's list, but reached none of them before its GC was over.
 //
 // The bound: each delegate's GC runs within gcForwardBound, which shares
-// a third of lockTimeout among the delegates, and is killed with its
-// process group at it (invoke/spawn.go): it acts on no list after the barrier
-// is released. A GC holds the barrier for at most lockTimeout/3 and its
+// a third of lockTimeout among the delegates, output included: it is
+// killed with its process group a quarter of the bound after the barrier
+// was taken, short of the bound's end (invoke/spawn.go), and its output is
+// read for that quarter at most (invoke.WithOutputGrace), so that a
+// descendant that escaped its group and holds its stdout open cannot
+// stretch the hold by the executor's 10 s output grace. It acts on no
+// list after the barrier is released. A GC holds the barrier for at most lockTimeout/3 and its
 // listings in all, so an ADD's wait for it stays well under the ADD's
 // lockTimeout, whatever the delegates do; between two delegates GC waits
 // gcYield, so that the ADDs that queued meanwhile go first and usually
@@ -238,6 +243,13 @@ func (e *Engine) forwardOneHeld(ctx context.Context, req Request, d Delegate, n 
 		return fmt.Errorf("GC not forwarded to %s: %w: %w", d, errNoBarrier, err)
 	}
 	defer release()
+	// The whole hold fits in the bound (req's delegateTimeout), the
+	// listing and the delegate's output included: the delegate is killed
+	// a quarter of the bound before its end, and its output is read for
+	// that quarter at most.
+	grace := req.Conf.DelegateTimeout / 4
+	fctx, cancel := context.WithTimeout(invoke.WithOutputGrace(ctx, grace), req.Conf.DelegateTimeout-grace)
+	defer cancel()
 	keys, err := e.Store.List()
 	if err != nil {
 		return cniError(types.ErrIOFailure, "GC of network %q: listing records, GC not forwarded to %s: %w", req.Conf.Name, d, err)
@@ -263,10 +275,10 @@ func (e *Engine) forwardOneHeld(ctx context.Context, req Request, d Delegate, n 
 			widened = append(widened, a)
 		}
 	}
-	err = e.forwardGC(ctx, req, d, widened)
+	err = e.forwardGC(fctx, req, d, widened)
 	if isTimeout(err) && ctx.Err() == nil {
 		err = fmt.Errorf("%w (cut at %s: ADDs on network %q wait while a delegate's GC holds its barrier, so each gets delegateTimeout, "+
-			"at most a third of lockTimeout shared among the %d delegates; the next GC tries again)", err, req.Conf.DelegateTimeout, req.Conf.Name, n)
+			"at most a third of lockTimeout shared among the %d delegates, its output included; the next GC tries again)", err, req.Conf.DelegateTimeout, req.Conf.Name, n)
 	}
 	return err
 }

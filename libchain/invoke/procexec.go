@@ -27,11 +27,11 @@ import (
 //   - each delegate runs in its own process group, and when ctx ends (the
 //     delegate timeout), the delegate and its whole group are killed (the
 //     delegate even if it left the group);
-//   - the call is bounded: it returns at most outputGrace after ctx ends,
-//     even if the killed delegate has not exited by then (stuck in the
-//     kernel, or in a frozen cgroup): that fails the call as a timeout,
-//     naming the delegate, and leaves the process to be reaped when it dies
-//     (spawn.go);
+//   - the call is bounded: it returns at most outputGrace (or the grace
+//     WithOutputGrace gave ctx) after ctx ends, even if the killed
+//     delegate has not exited by then (stuck in the kernel, or in a frozen
+//     cgroup): that fails the call as a timeout, naming the delegate, and
+//     leaves the process to be reaped when it dies (spawn.go);
 //   - each delegate gets SIGKILL as its parent-death signal, so a delegate
 //     cannot finish its ADD after Catena itself was killed;
 //   - what a delegate prints is bounded: the first MaxResult bytes of its
@@ -106,6 +106,27 @@ func (e *ProcExec) ExecPlugin(ctx context.Context, pluginPath string, stdinData 
 	}
 }
 
+type graceKey struct{}
+
+// WithOutputGrace returns ctx under which a delegate call waits at most
+// grace (never more than outputGrace) for the delegate's output once it
+// exited or was killed at ctx's end, and for its exit after that kill: a
+// call under ctx returns at most grace after ctx's deadline, even when
+// something the delegate left outside its process group holds its output
+// open. A caller whose whole call must fit in a bound sets ctx's deadline
+// grace before it.
+func WithOutputGrace(ctx context.Context, grace time.Duration) context.Context {
+	return context.WithValue(ctx, graceKey{}, grace)
+}
+
+// outputGraceOf is the output grace of a call under ctx.
+func outputGraceOf(ctx context.Context) time.Duration {
+	if g, ok := ctx.Value(graceKey{}).(time.Duration); ok && g >= 0 {
+		return min(g, outputGrace)
+	}
+	return outputGrace
+}
+
 // run runs the delegate once and waits for it (spawn.go).
 func (e *ProcExec) run(ctx context.Context, pluginPath string, stdinData []byte, environ []string, stdout, stderr io.Writer) error {
 	c, err := spawn(pluginPath, environ)
@@ -122,7 +143,7 @@ func (e *ProcExec) run(ctx context.Context, pluginPath string, stdinData []byte,
 	} else {
 		stdinData = nil
 	}
-	return c.wait(ctx, stdinData, stdout, stderr, outputGrace)
+	return c.wait(ctx, stdinData, stdout, stderr, outputGraceOf(ctx))
 }
 
 // passStderr writes what was kept of a delegate's stderr to e.Stderr, and
