@@ -49,8 +49,10 @@
 //	backoff.go       Backoff and DueTimer: when a record's teardown is due again
 //	indexbackoff.go  IndexBackoff: that backoff read from the engine's pending-teardown markers
 //	scope.go         InScope: only records a CRI runtime made
-//	lister.go        SandboxLister and CRILister: the runtime's pod sandboxes over CRI
-//	endpoint.go      DefaultEndpoints and FindEndpoint: the node runtime's CRI socket, as crictl finds it
+//	lister.go        SandboxLister and CRILister: the runtime's pod sandboxes and its Version over CRI
+//	endpoint.go      DefaultEndpoints, FindEndpoint (the first socket, as crictl finds it) and ProbeEndpoints (which answer CRI)
+//	autoendpoint.go  ChooseEndpoint: the runtime kubelet uses among the sockets found, or a refusal to guess
+//	kubelet.go       FindKubelet: kubelet's runtime endpoint, from its command line or its config file
 //	report.go        Report, Decision and Action: what a pass did and why; Observer
 //	loop.go          Loop: a pass every Interval; it holds the cache dir's retrier lock once it can take it
 //	node.go          NodeConfig and NewNode: a Reconciler wired to a node's cache dir, runtime and delegates

@@ -66,6 +66,19 @@ func (c *CRILister) SandboxIDs(ctx context.Context) (map[string]struct{}, error)
 	return ids, nil
 }
 
+// Runtime is the runtime's CRI Version answer as kubelet shows it in the
+// Node's status.nodeInfo.containerRuntimeVersion: "<name>://<version>".
+func (c *CRILister) Runtime(ctx context.Context) (string, error) {
+	v, err := c.client.Version(ctx, &cri.VersionRequest{})
+	if err != nil {
+		return "", fmt.Errorf("Version: %w", err)
+	}
+	if v.RuntimeName == "" {
+		return "", fmt.Errorf("Version: no runtime name")
+	}
+	return v.RuntimeName + "://" + strings.TrimPrefix(v.RuntimeVersion, "v"), nil
+}
+
 // listWithin calls l bounded by timeout: a slow runtime is an error.
 func listWithin(ctx context.Context, l SandboxLister, timeout time.Duration) (map[string]struct{}, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)

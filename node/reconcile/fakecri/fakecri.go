@@ -17,10 +17,11 @@ type Server struct {
 	cri.UnimplementedRuntimeServiceServer
 	srv *grpc.Server
 
-	mu    sync.Mutex
-	ids   []string
-	delay time.Duration
-	calls int
+	mu      sync.Mutex
+	ids     []string
+	delay   time.Duration
+	calls   int
+	runtime [2]string // name, version: Version's answer
 }
 
 // Start serves on a new unix socket at path.
@@ -29,7 +30,7 @@ func Start(path string) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fake CRI: %w", err)
 	}
-	s := &Server{srv: grpc.NewServer()}
+	s := &Server{srv: grpc.NewServer(), runtime: [2]string{"fakecri", "0.0.1"}}
 	cri.RegisterRuntimeServiceServer(s.srv, s)
 	go func() { _ = s.srv.Serve(ln) }()
 	return s, nil
@@ -43,6 +44,25 @@ func (s *Server) Set(ids ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.ids = append([]string(nil), ids...)
+}
+
+// SetRuntime sets what Version answers: RuntimeName and RuntimeVersion
+// ("fakecri", "0.0.1" by default; an empty name refuses Version, as a
+// socket that serves no CRI does).
+func (s *Server) SetRuntime(name, version string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.runtime = [2]string{name, version}
+}
+
+// Version answers with the runtime set.
+func (s *Server) Version(context.Context, *cri.VersionRequest) (*cri.VersionResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.runtime[0] == "" {
+		return nil, errors.New("fake CRI: no runtime service here")
+	}
+	return &cri.VersionResponse{Version: "0.1.0", RuntimeName: s.runtime[0], RuntimeVersion: s.runtime[1], RuntimeApiVersion: "v1"}, nil
 }
 
 // SetDelay makes every answer wait d (a slow runtime).
