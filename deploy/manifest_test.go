@@ -153,7 +153,8 @@ func TestCatenaManifest(t *testing.T) {
 	assert.Equal(t, ns, sa.Namespace)
 	assert.Equal(t, appsv1.RollingUpdateDaemonSetStrategyType, ds.Spec.UpdateStrategy.Type)
 
-	// RBAC: exactly what the events need, bound to the agent's account.
+	// RBAC: exactly what the events, the secure /metrics and auto's Node
+	// lookup need, bound to the agent's account.
 	require.Contains(t, byKind, "ClusterRole")
 	require.Contains(t, byKind, "ClusterRoleBinding")
 	role := byKind["ClusterRole"].(*rbacv1.ClusterRole)
@@ -161,7 +162,8 @@ func TestCatenaManifest(t *testing.T) {
 		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
 		{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
-	}, role.Rules, "events, and the HTTPS /metrics' reviews: nothing more")
+		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get"}},
+	}, role.Rules, "events, the HTTPS /metrics' reviews and the Node's runtime: nothing more")
 	binding := byKind["ClusterRoleBinding"].(*rbacv1.ClusterRoleBinding)
 	assert.Equal(t, rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name}, binding.RoleRef)
 	assert.Equal(t, []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: ns}}, binding.Subjects)

@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -48,6 +51,33 @@ func inCluster(log *slog.Logger) *rest.Config {
 		return nil
 	}
 	return cfg
+}
+
+// nodeRuntimeVersion is the Node's status.nodeInfo.containerRuntimeVersion
+// (e.g. "cri-o://1.34.11"), which kubelet sets from its runtime's CRI
+// Version, read through cfg (the agent's ServiceAccount: get on nodes).
+func nodeRuntimeVersion(ctx context.Context, cfg *rest.Config, node string) (string, error) {
+	switch {
+	case cfg == nil:
+		return "", errors.New("not in a cluster")
+	case node == "":
+		return "", errors.New("--node-name is empty")
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.Timeout = eventsAPITimeout
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return "", fmt.Errorf("node %s: %w", node, err)
+	}
+	n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("node %s: %w", node, err)
+	}
+	v := n.Status.NodeInfo.ContainerRuntimeVersion
+	if v == "" {
+		return "", fmt.Errorf("node %s: no containerRuntimeVersion in its status yet", node)
+	}
+	return v, nil
 }
 
 // setup returns the events component, and wraps the installer's observer

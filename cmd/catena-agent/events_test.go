@@ -29,7 +29,7 @@ func TestJournalReadersCountOnOneSeries(t *testing.T) {
 	cacheDir := t.TempDir()
 	log := slog.New(slog.DiscardHandler)
 	rf := reconcileFlags{opts: reconcile.Options{Grace: time.Minute}}
-	obs, err := rf.setup(http.NewServeMux(), cacheDir, "", nil, log, io.Discard)
+	obs, err := rf.setup(context.Background(), http.NewServeMux(), cacheDir, "", nil, reconcile.AutoSources{}, log, io.Discard)
 	require.NoError(t, err)
 
 	ef := eventsFlags{enabled: true, node: "node1", interval: 10 * time.Millisecond}

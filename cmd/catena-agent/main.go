@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/afero"
+
+	"github.com/catena-cni/catena/node/reconcile"
 )
 
 func main() {
@@ -18,5 +20,8 @@ func main() {
 		fs:      afero.NewOsFs(),
 		selfDir: filepath.Dir(self),
 		getenv:  os.Getenv, // without it no CATENA_AGENT_* variable (the ConfigMap) is read
+		// without these --runtime-endpoint auto knows nothing of kubelet
+		kubelet:     func() (reconcile.Kubelet, error) { return reconcile.FindKubelet("") },
+		nodeRuntime: nodeRuntimeVersion,
 	}))
 }

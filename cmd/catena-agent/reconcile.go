@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -17,7 +18,8 @@ import (
 )
 
 const (
-	// autoEndpoint: the first of the runtimes' default sockets that exists.
+	// autoEndpoint: the runtime kubelet uses, among the runtimes' default
+	// sockets (reconcile.ChooseEndpoint).
 	autoEndpoint             = "auto"
 	defaultReconcileInterval = 30 * time.Second
 )
@@ -31,8 +33,10 @@ type reconcileFlags struct {
 
 func (r *reconcileFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&r.endpoint, "runtime-endpoint", autoEndpoint, "the CRI runtime's socket, listed by the reconciler; auto: the first of "+
-		reconcile.ContainerdEndpoint+" (containerd) and "+reconcile.CRIOEndpoint+" (CRI-O) that is a socket at start, as crictl finds the runtime (neither: containerd's)")
+	fl.StringVar(&r.endpoint, "runtime-endpoint", autoEndpoint, "the CRI runtime's socket, listed by the reconciler; auto: at start, the one of "+
+		reconcile.ContainerdEndpoint+" (containerd) and "+reconcile.CRIOEndpoint+" (CRI-O) that kubelet uses (its --container-runtime-endpoint or config file's "+
+		"containerRuntimeEndpoint, else the Node's containerRuntimeVersion), else the only one that answers CRI; "+
+		"more than one that could be it is an error, never a guess (neither: containerd's)")
 	fl.DurationVar(&r.interval, "reconcile-interval", defaultReconcileInterval, "run a reconcile pass this often (0: no reconciler)")
 	fl.DurationVar(&r.opts.Grace, "grace", reconcile.DefaultGrace, "a record changed within this is never reclaimed, and a mark must be this old before its reclaim")
 	fl.DurationVar(&r.opts.AbandonAfter, "abandon-after", 0, "abandon a delegate whose DEL has failed for this long, as catenactl repair --abandon does (0: never; the safe default)")
@@ -51,8 +55,10 @@ type observability struct {
 // setup registers /metrics on mux and, unless the interval is 0, builds
 // the reconcile loop over cacheDir, finding the delegates in cniPath (a
 // CNI_PATH: install's --cni-path, else its --cni-bin-dir), listing the
-// runtime at the endpoint (auto: the first of sockets that exists).
-func (r *reconcileFlags) setup(mux *http.ServeMux, cacheDir, cniPath string, sockets []string, log *slog.Logger, stderr io.Writer) (*observability, error) {
+// runtime at the endpoint (auto: the one of sockets kubelet uses, as src
+// tells).
+func (r *reconcileFlags) setup(ctx context.Context, mux *http.ServeMux, cacheDir, cniPath string, sockets []string, src reconcile.AutoSources,
+	log *slog.Logger, stderr io.Writer) (*observability, error) {
 	if r.interval < 0 || r.opts.Grace <= 0 || r.opts.AbandonAfter < 0 {
 		return nil, cli.Usagef("--reconcile-interval %s, --grace %s, --abandon-after %s: grace must be positive, the others not negative",
 			r.interval, r.opts.Grace, r.opts.AbandonAfter)
@@ -70,7 +76,10 @@ func (r *reconcileFlags) setup(mux *http.ServeMux, cacheDir, cniPath string, soc
 		return o, nil
 	}
 	r.opts.CNIPath = cniPath
-	endpoint := r.runtimeEndpoint(sockets, log)
+	endpoint, err := r.runtimeEndpoint(ctx, sockets, src, log)
+	if err != nil {
+		return nil, err
+	}
 	rec, lister, err := reconcile.NewNode(reconcile.NodeConfig{CacheDir: cacheDir, RuntimeEndpoint: endpoint, Options: r.opts,
 		Log: log, Observer: m, DelegateStderr: stderr})
 	if err != nil {
@@ -85,25 +94,32 @@ func (r *reconcileFlags) setup(mux *http.ServeMux, cacheDir, cniPath string, soc
 	return o, nil
 }
 
-// runtimeEndpoint is --runtime-endpoint, or under auto the first of
-// sockets that exists (with none, the first), and logs which and why.
-func (r *reconcileFlags) runtimeEndpoint(sockets []string, log *slog.Logger) string {
+// runtimeEndpoint is --runtime-endpoint, or under auto the one of
+// sockets kubelet uses (reconcile.ResolveAuto), and logs which and why. A
+// refusal to guess is a usage error: --runtime-endpoint must be set.
+func (r *reconcileFlags) runtimeEndpoint(ctx context.Context, sockets []string, src reconcile.AutoSources, log *slog.Logger) (string, error) {
 	if r.endpoint != autoEndpoint {
 		log.Info("runtime endpoint", "endpoint", r.endpoint, "from", "--runtime-endpoint")
-		return r.endpoint
+		return r.endpoint, nil
 	}
-	c := reconcile.FindEndpoint(sockets)
+	c, unknown, err := reconcile.ResolveAuto(ctx, sockets, src)
+	if err != nil {
+		return "", &cli.UsageError{Err: err}
+	}
 	if !c.Found {
 		log.Warn("runtime endpoint: no runtime socket found; listing the first until restarted (set --runtime-endpoint)",
 			"endpoint", c.Endpoint, "passed", strings.Join(c.Passed, "; "))
-		return c.Endpoint
+		return c.Endpoint, nil
 	}
-	args := []any{"endpoint", c.Endpoint, "from", "auto: the first runtime socket that exists"}
+	args := []any{"endpoint", c.Endpoint, "from", c.From}
 	if len(c.Passed) > 0 {
 		args = append(args, "passed", strings.Join(c.Passed, "; "))
 	}
+	if len(unknown) > 0 {
+		args = append(args, "unknown", strings.Join(unknown, "; "))
+	}
 	log.Info("runtime endpoint", args...)
-	return c.Endpoint
+	return c.Endpoint, nil
 }
 
 // components are the runnables to add to run's.

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/afero"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
 
 	"github.com/catena-cni/catena/cmd/internal/cli"
 	"github.com/catena-cni/catena/libchain"
@@ -45,6 +46,23 @@ type env struct {
 	// runtimeSockets are the CRI sockets --runtime-endpoint auto tries, in
 	// order (nil: reconcile.DefaultEndpoints, containerd's then CRI-O's).
 	runtimeSockets []string
+	// kubelet finds the node's kubelet for --runtime-endpoint auto (nil:
+	// not looked for; main: reconcile.FindKubelet).
+	kubelet func() (reconcile.Kubelet, error)
+	// nodeRuntime is the Node's containerRuntimeVersion, through the API
+	// server at cfg (nil: not asked; main: nodeRuntimeVersion).
+	nodeRuntime func(ctx context.Context, cfg *rest.Config, node string) (string, error)
+}
+
+// autoSources are where --runtime-endpoint auto learns which runtime
+// kubelet uses: kubelet's process, and the Node named node through cfg
+// (nil: not in a cluster).
+func (e env) autoSources(cfg *rest.Config, node string) reconcile.AutoSources {
+	src := reconcile.AutoSources{Kubelet: e.kubelet}
+	if e.nodeRuntime != nil {
+		src.NodeRuntime = func(ctx context.Context) (string, error) { return e.nodeRuntime(ctx, cfg, node) }
+	}
+	return src
 }
 
 // sockets are the CRI sockets --runtime-endpoint auto tries.

@@ -83,8 +83,9 @@ On SIGTERM it exits leaving every file in place.`,
 			if err != nil {
 				return err
 			}
-			obs, err := rf.setup(mux, f.cfg.Catena.CacheDir, strings.Join(pluginDirs(f.cniPath, f.cfg.BinDir), string(filepath.ListSeparator)),
-				e.sockets(), log, e.stderr)
+			kcfg := inCluster(log)
+			obs, err := rf.setup(cmd.Context(), mux, f.cfg.Catena.CacheDir, strings.Join(pluginDirs(f.cniPath, f.cfg.BinDir), string(filepath.ListSeparator)),
+				e.sockets(), e.autoSources(kcfg, ef.node), log, e.stderr)
 			if err != nil {
 				return err
 			}
@@ -97,7 +98,6 @@ On SIGTERM it exits leaving every file in place.`,
 				return err
 			}
 			inst.Observer = obs.metrics
-			kcfg := inCluster(log)
 			events := ef.setup(cmd.Context(), kcfg, f.cfg.Catena.CacheDir, obs.metrics, inst, log)
 			secure, err := sf.setup(kcfg, obs.handler, log)
 			if err != nil {

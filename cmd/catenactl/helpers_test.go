@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/node/reconcile"
 )
 
 const testNet = "podnet"
@@ -44,6 +46,8 @@ type fixture struct {
 	store    *cache.DiskStore
 	// sockets are the CRI sockets --runtime-endpoint auto tries.
 	sockets []string
+	// kubelet is kubelet's runtime endpoint auto sees ("": no kubelet).
+	kubelet string
 }
 
 // newFixture writes a conflist whose catena entry has the given delegate
@@ -104,8 +108,15 @@ func (f *fixture) runRaw(args ...string) (stdout, stderr string, code int) {
 		now:      func() time.Time { return f.now },
 		netDir:   f.netDir,
 		ownerUID: os.Geteuid(),
-		// never the host's runtime: auto finds only the test's sockets
+		// never the host's runtime: auto finds only the test's sockets,
+		// and the test's kubelet
 		runtimeSockets: append([]string{}, f.sockets...),
+		kubelet: func() (reconcile.Kubelet, error) {
+			if f.kubelet == "" {
+				return reconcile.Kubelet{}, errors.New("no kubelet process found")
+			}
+			return reconcile.Kubelet{Endpoint: f.kubelet, Root: "/nonexistent"}, nil
+		},
 	})
 	return out.String(), errOut.String(), code
 }

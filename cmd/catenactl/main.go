@@ -3,6 +3,8 @@ package main
 import (
 	"os"
 	"time"
+
+	"github.com/catena-cni/catena/node/reconcile"
 )
 
 func main() {
@@ -13,5 +15,6 @@ func main() {
 		now:      time.Now,
 		netDir:   defaultNetDir,
 		ownerUID: 0,
+		kubelet:  func() (reconcile.Kubelet, error) { return reconcile.FindKubelet("") },
 	}))
 }

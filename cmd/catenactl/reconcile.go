@@ -13,8 +13,9 @@ import (
 	"github.com/catena-cni/catena/node/reconcile"
 )
 
-// autoEndpoint asks for the node's runtime: the first of the runtimes'
-// default sockets that exists, as catena-agent does.
+// autoEndpoint asks for the node's runtime: the one of the runtimes'
+// default sockets that kubelet uses, as catena-agent finds it
+// (reconcile.ChooseEndpoint; catenactl has no Node to ask).
 const autoEndpoint = "auto"
 
 func (a *app) reconcileCmd() *cobra.Command {
@@ -64,7 +65,10 @@ decision. Exits 1 if the pass met an error.`,
 				if sockets == nil {
 					sockets = reconcile.DefaultEndpoints()
 				}
-				c := reconcile.FindEndpoint(sockets)
+				c, _, err := reconcile.ResolveAuto(cmd.Context(), sockets, reconcile.AutoSources{Kubelet: a.kubelet})
+				if err != nil {
+					return err
+				}
 				if !c.Found {
 					return fmt.Errorf("--runtime-endpoint auto: no runtime socket found (%s): name one", strings.Join(c.Passed, "; "))
 				}
@@ -89,7 +93,8 @@ decision. Exits 1 if the pass met an error.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&endpoint, "runtime-endpoint", autoEndpoint, "the CRI runtime's socket; auto: the first of containerd's and CRI-O's default sockets that exists")
+	f.StringVar(&endpoint, "runtime-endpoint", autoEndpoint, "the CRI runtime's socket; auto: the one of containerd's and CRI-O's default sockets that kubelet uses "+
+		"(its --container-runtime-endpoint or config file), else the only one that answers CRI; more than one that could be it is an error, never a guess")
 	f.DurationVar(&opts.Grace, "grace", reconcile.DefaultGrace, "a record changed within this is never a candidate, and a mark must be this old before its reclaim")
 	f.DurationVar(&opts.AbandonAfter, "abandon-after", 0, "abandon a delegate whose DEL has failed for this long, as repair --abandon does (0: never)")
 	f.DurationVar(&opts.RuntimeTimeout, "runtime-timeout", reconcile.DefaultRuntimeTimeout, "bound on each ListPodSandbox")

@@ -86,30 +86,40 @@ func TestReconcileCommand(t *testing.T) {
 }
 
 // TestReconcileFindsTheRuntime: --runtime-endpoint auto (the default)
-// lists the first of the runtimes' sockets that exists, and fails naming
-// them when none does; a named endpoint is used as given.
+// lists the runtime kubelet uses, else the only socket that answers; it
+// fails naming them when none exists, and refuses to guess between two
+// that answer; a named endpoint is used as given.
 func TestReconcileFindsTheRuntime(t *testing.T) {
 	dir := t.TempDir()
-	containerd, crio := filepath.Join(dir, "containerd.sock"), filepath.Join(dir, "crio.sock")
+	containerd, crio, other := filepath.Join(dir, "containerd.sock"), filepath.Join(dir, "crio.sock"), filepath.Join(dir, "other.sock")
 	srv, err := fakecri.Start(crio)
 	require.NoError(t, err)
 	t.Cleanup(srv.Stop)
 	srv.Set("live")
+	empty, err := fakecri.Start(other) // another runtime, with no sandbox
+	require.NoError(t, err)
+	t.Cleanup(empty.Stop)
+	empty.SetRuntime("containerd", "2.4.0")
 	tests := []struct {
 		name     string
 		sockets  []string
+		kubelet  string // kubelet's endpoint ("": no kubelet)
 		flags    []string
 		wantCode int
 		wantErr  string
 	}{
 		{name: "auto takes CRI-O's when containerd's is missing", sockets: []string{containerd, crio}},
 		{name: "auto with no socket fails, naming them", sockets: []string{containerd}, wantCode: 1, wantErr: "--runtime-endpoint auto: no runtime socket found (" + containerd},
+		{name: "auto takes kubelet's of two that answer", sockets: []string{other, crio}, kubelet: "unix://" + crio},
+		{name: "auto refuses to guess between two that answer", sockets: []string{other, crio}, wantCode: 1,
+			wantErr: "more than one runtime socket answers, and neither kubelet's endpoint nor the Node's runtime is known; sockets found: " + other + " (containerd://2.4.0), " + crio},
 		{name: "a named endpoint wins", sockets: []string{containerd}, flags: []string{"--runtime-endpoint", crio}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t)
 			f.sockets = tt.sockets
+			f.kubelet = tt.kubelet
 			f.saveCRI("live", true)
 			out, stderr, code := f.run(append([]string{"reconcile", "--cache-dir", f.cacheDir, "--dry-run", "--json"}, tt.flags...)...)
 			require.Equal(t, tt.wantCode, code, stderr)

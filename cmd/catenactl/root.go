@@ -18,6 +18,7 @@ import (
 	"github.com/catena-cni/catena/libchain"
 	"github.com/catena-cni/catena/libchain/invoke"
 	"github.com/catena-cni/catena/libchain/journal"
+	"github.com/catena-cni/catena/node/reconcile"
 )
 
 const (
@@ -38,6 +39,9 @@ type env struct {
 	// runtimeSockets are the CRI sockets --runtime-endpoint auto tries, in
 	// order (nil: reconcile.DefaultEndpoints, containerd's then CRI-O's).
 	runtimeSockets []string
+	// kubelet finds the node's kubelet for --runtime-endpoint auto (nil:
+	// not looked for; main: reconcile.FindKubelet).
+	kubelet func() (reconcile.Kubelet, error)
 }
 
 // app is one invocation: the environment plus the global flags.
