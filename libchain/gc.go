@@ -165,13 +165,14 @@ func (e *Engine) collectGarbage(ctx context.Context, req Request, opts GCOptions
 // delegate's list, but reached none of them before its GC was over.
 //
 // The bound: each delegate's GC runs within gcForwardBound, which shares
-// a third of lockTimeout among the delegates, output included: it is
-// killed with its process group a quarter of the bound after the barrier
-// was taken, short of the bound's end (invoke/spawn.go), and its output is
-// read for that quarter at most (invoke.WithOutputGrace), so that a
-// descendant that escaped its group and holds its stdout open cannot
-// stretch the hold by the executor's 10 s output grace. It acts on no
-// list after the barrier is released. A GC holds the barrier for at most lockTimeout/3 and its
+// a third of lockTimeout among the delegates, counted from when the
+// barrier is taken, output included: the delegate is killed with its
+// process group a quarter of the bound before the bound's end
+// (invoke/spawn.go), and its output is read for that last quarter at most
+// (invoke.WithOutputGrace), so that a descendant that escaped its group
+// and holds its stdout open cannot stretch the hold by the executor's 10 s
+// output grace. It acts on no list after the barrier is released. A GC
+// holds the barrier for at most lockTimeout/3 and its
 // listings in all, so an ADD's wait for it stays well under the ADD's
 // lockTimeout, whatever the delegates do; between two delegates GC waits
 // gcYield, so that the ADDs that queued meanwhile go first and usually
