@@ -3,6 +3,7 @@ package integration
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -83,6 +84,9 @@ func TestAgentCRIOReconcileStorageWiped(t *testing.T) {
 		require.Len(t, entries, 1, id)
 		require.NoError(t, os.Remove(entries[0]))
 	}
+	// the pause image went with the storage: a node pulls it again, for
+	// the sandboxes kubelet makes afresh
+	c.loadImage(pauseImage, filepath.Join(c.dir, "pause.tar"))
 	time.Sleep(2 * interval)
 	runtimeErrors := p.metric("catena_reconcile_runtime_errors_total")
 	assert.Positive(t, runtimeErrors, "passes met CRI-O down")
