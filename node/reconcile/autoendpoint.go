@@ -46,7 +46,7 @@ type EndpointFacts struct {
 // when more than one could be the runtime, when the Node's runtime is in
 // none of them, or when kubelet's endpoint runs another runtime than the
 // Node says. With no socket at all it returns the first candidate, not
-// found (Found false), as FindEndpoint does.
+// found (Found false).
 func ChooseEndpoint(candidates []string, f EndpointFacts) (EndpointChoice, error) {
 	c := EndpointChoice{Passed: f.Passed}
 	if f.KubeletEndpoint != "" {

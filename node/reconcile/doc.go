@@ -50,7 +50,7 @@
 //	indexbackoff.go  IndexBackoff: that backoff read from the engine's pending-teardown markers
 //	scope.go         InScope: only records a CRI runtime made
 //	lister.go        SandboxLister and CRILister: the runtime's pod sandboxes and its Version over CRI
-//	endpoint.go      DefaultEndpoints, FindEndpoint (the first socket, as crictl finds it) and ProbeEndpoints (which answer CRI)
+//	endpoint.go      DefaultEndpoints and ProbeEndpoints (which sockets answer CRI)
 //	autoendpoint.go  ChooseEndpoint: the runtime kubelet uses among the sockets found, or a refusal to guess
 //	kubelet.go       FindKubelet: kubelet's runtime endpoint, from its command line or its config file
 //	report.go        Report, Decision and Action: what a pass did and why; Observer

@@ -22,37 +22,16 @@ func DefaultEndpoints() []string {
 	return []string{ContainerdEndpoint, CRIOEndpoint}
 }
 
-// EndpointChoice is the runtime endpoint FindEndpoint chose, and why.
+// EndpointChoice is the runtime endpoint ChooseEndpoint chose, and why.
 type EndpointChoice struct {
-	// Endpoint is the first candidate whose socket exists; with none, the
-	// first candidate.
+	// Endpoint is the chosen candidate; with none found, the first.
 	Endpoint string
 	// Found is false when no candidate's socket exists.
 	Found bool
-	// Passed says why each candidate before Endpoint (every one, when
-	// none was found) was not taken; ChooseEndpoint: why each candidate
-	// that is not a socket.
+	// Passed says why each candidate that is not a socket was not taken.
 	Passed []string
 	// From says why ChooseEndpoint took Endpoint.
 	From string
-}
-
-// FindEndpoint returns the first of candidates (socket paths or unix://
-// URLs) that is a unix socket now, as crictl picks the runtime of a node.
-func FindEndpoint(candidates []string) EndpointChoice {
-	var c EndpointChoice
-	for _, e := range candidates {
-		err := isSocket(strings.TrimPrefix(e, "unix://"))
-		if err == nil {
-			c.Endpoint, c.Found = e, true
-			return c
-		}
-		c.Passed = append(c.Passed, fmt.Sprintf("%s: %v", e, err))
-	}
-	if len(candidates) > 0 {
-		c.Endpoint = candidates[0]
-	}
-	return c
 }
 
 // ProbeTimeout bounds the CRI Version call of each socket ProbeEndpoints
