@@ -31,7 +31,10 @@ func setup(m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
-	for name, pkg := range map[string]string{"catena": "./plugins/catena", "failer": "./plugins/testing/failer", "calicostub": "./plugins/testing/calicostub"} {
+	for name, pkg := range map[string]string{
+		"catena": "./plugins/catena", "failer": "./plugins/testing/failer",
+		"calicostub": "./plugins/testing/calicostub", "spy": "./plugins/testing/spy",
+	} {
 		cmd := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, name), pkg)
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {

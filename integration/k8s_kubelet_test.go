@@ -57,7 +57,7 @@ func (n *k8sNode) makeCNIDirs(t *testing.T) {
 	// copies, not symlinks: the agent's reconciler runs them in its
 	// container, where only this dir is mounted
 	requireFlannel(t)
-	for _, p := range []string{"bridge", "host-local", "portmap", "tuning", "loopback", "failer", "flannel"} {
+	for _, p := range []string{"bridge", "host-local", "portmap", "tuning", "loopback", "failer", "spy", "flannel"} {
 		copyExecutable(t, filepath.Join(cniPath, p), filepath.Join(n.cniBin, p))
 	}
 	// host-local's dataDir where a node has it, in /var/lib/cni: the

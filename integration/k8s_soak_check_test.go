@@ -130,9 +130,10 @@ func (s *soakRun) readOps(t *testing.T) {
 }
 
 // soakInvariant is one end invariant, its value and whether it holds.
+// A final one is about what happened: once broken, it stays broken.
 type soakInvariant struct {
 	name, value string
-	ok          bool
+	ok, final   bool
 }
 
 // invariants checks the node against the pods that run.
@@ -170,11 +171,11 @@ func (s *soakRun) invariants(t *testing.T) []soakInvariant {
 	add("quarantined == 0", quarantined == 0, "%d", quarantined)
 	dnat := dnatIDs(t, fl.net)
 	add("DNAT only for running hostPorts", sameSet(dnat, hostPort), "%d containers with DNAT rules, %d hostPort sandboxes%s", len(dnat), len(hostPort), diff(dnat, hostPort))
-	old := oldProcs(t, soakProcBound, "catena", "failer", "flannel", "bridge", "host-local", "portmap", "tuning", "loopback")
+	old := oldProcs(t, soakProcBound, "catena", "failer", "spy", "flannel", "bridge", "host-local", "portmap", "tuning", "loopback")
 	add("no plugin process past its bound", len(old) == 0, "%d older than %s %v", len(old), soakProcBound, old)
 	shims, all := s.shims(t), s.allReadySandboxes(t)
 	add("shims == ready sandboxes", shims == all, "%d shims, %d ready sandboxes (all namespaces)", shims, all)
-	return inv
+	return append(inv, s.ownerInvariant(t))
 }
 
 // wantedReplicas is the sum of the soak's Deployments' replicas, from one
@@ -358,11 +359,16 @@ func (s *soakRun) converge(t *testing.T) {
 		if !slices.ContainsFunc(inv, func(i soakInvariant) bool { return !i.ok }) {
 			break
 		}
-		if time.Since(s.stopped) > soakConvergeLimit {
+		final := slices.ContainsFunc(inv, func(i soakInvariant) bool { return !i.ok && i.final })
+		if final || time.Since(s.stopped) > soakConvergeLimit {
 			s.readOps(t)
 			s.printInvariants(inv)
-			t.Fatalf("soak (seed %d): the node did not converge within %s of the faults stopping:\n%s\nfault log:\n%s\nrecords:\n%s",
-				s.seed, soakConvergeLimit, failing(inv), s.logAround(time.Now(), soakConvergeLimit+s.length), s.recordsDump(t))
+			why := fmt.Sprintf("the node did not converge within %s of the faults stopping", soakConvergeLimit)
+			if final { // waiting cannot mend it
+				why = "an invariant of the run's history is broken"
+			}
+			t.Fatalf("soak (seed %d): %s:\n%s\nfault log:\n%s\nrecords:\n%s",
+				s.seed, why, failing(inv), s.logAround(time.Now(), soakConvergeLimit+s.length), s.recordsDump(t))
 		}
 		time.Sleep(5 * time.Second)
 	}
@@ -460,6 +466,8 @@ func (s *soakRun) report(t *testing.T) {
 	fmt.Printf("SOAK figure     %-34s %s after the faults stopped\n", "converged", converged.Round(time.Second))
 	fmt.Printf("SOAK figure     %-34s %d confirmed, %d cleared within %s\n", "continuous invariants broken", len(o.violations), o.transient, soakConfirm)
 	fmt.Printf("SOAK figure     %-34s %d (sandbox being recreated)\n", "pods Running, not Ready, no IP", len(o.unready))
+	fmt.Printf("SOAK figure     %-34s %d ADD, %d DEL, %d CHECK of %d attachments; %d ADDs of a held IP; checked in %s\n", "spy calls",
+		s.owner.adds, s.owner.dels, s.owner.checks, s.owner.attachments, s.owner.overlaps, s.ownerTook.Round(time.Millisecond))
 	summary("soak", "seed %d, %s: %d pods created (%.1f/min), %d faults, converged %s after they stopped, %d invariants broken",
 		s.seed, s.length, len(o.seen), perMin, sum(s.faults), converged.Round(time.Second), len(o.violations))
 	if len(o.violations) > 0 {

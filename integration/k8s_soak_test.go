@@ -20,12 +20,14 @@ import (
 
 // The chaos soak: pods churned on the Kubernetes node for
 // CATENA_SOAK_DURATION (5 minutes in make test, an hour with make soak)
-// through Catena wrapping flannel, [flannel, failer, tuning, portmap],
-// while random faults are injected from a seed (CATENA_SOAK_SEED replays
-// a run's schedule): the delegate failing ADD or DEL or hanging, catena
-// killed mid-chain, containerd restarted or wiped, kubelet restarted, the
-// agent's pod deleted or rolled, Catena's cache dir full. Invariants are
-// checked while it runs and once the node has converged; the figures are
+// through Catena wrapping flannel, [flannel, spy, failer, tuning,
+// portmap], while random faults are injected from a seed
+// (CATENA_SOAK_SEED replays a run's schedule): the delegate failing ADD or
+// DEL or hanging, catena killed mid-chain, containerd restarted or wiped,
+// kubelet restarted, the agent's pod deleted or rolled, Catena's cache dir
+// full. Invariants are checked while it runs and once the node has
+// converged, among them, from the spy's log, that no DEL was handed an IP
+// another attachment held (k8s_soak_owner_test.go); the figures are
 // printed as SOAK lines.
 
 const (
@@ -91,6 +93,7 @@ type soakRun struct {
 	seed      uint64
 	length    time.Duration
 	faultDir  string
+	spyDir    string // the spy's logDir (k8s_soak_owner_test.go)
 	fillFile  string
 	tag       string // the agent's image tag now
 	tags      [2]string
@@ -101,6 +104,8 @@ type soakRun struct {
 	faults    map[string]int
 	active    map[string]time.Time // flag and cache faults in force, to their end
 	obs       soakObservations
+	owner     ownerCheck    // the owner check's last figures
+	ownerTook time.Duration // and how long it took
 }
 
 // soakEvent is one line of the fault log.
@@ -133,10 +138,11 @@ func (r *k8sRun) soak(t *testing.T) {
 	s.cleanup(t)
 }
 
-// setup brings the node to the soak's start: flannel's conflist with
-// failer (driven by faultDir) and tuning, Catena's cache dir on a tmpfs of
-// soakCacheSize, Catena installed with the soak's ConfigMap and its agent
-// restarted to see the tmpfs, the upgrade image there to roll to.
+// setup brings the node to the soak's start: flannel's conflist with the
+// spy (logging to spyDir), failer (driven by faultDir) and tuning,
+// Catena's cache dir on a tmpfs of soakCacheSize, Catena installed with
+// the soak's ConfigMap and its agent restarted to see the tmpfs, the
+// upgrade image there to roll to.
 func (s *soakRun) setup(t *testing.T) {
 	r := s.r
 	n := r.n
@@ -151,11 +157,15 @@ func (s *soakRun) setup(t *testing.T) {
 	s.tag = r.tag // applied below, whatever the agent ran before
 	s.faultDir = filepath.Join(n.cniState, "chaos")
 	require.NoError(t, os.MkdirAll(s.faultDir, 0o755))
+	// under /var/lib/cni: the agent's container sees it at the same path
+	s.spyDir = filepath.Join(n.cniState, "spy")
+	require.NoError(t, os.MkdirAll(s.spyDir, 0o755))
 	s.mountCache(t)
 
 	installed := fileExists(filepath.Join(n.ctd.confDir, generatedName))
 	chaos := failer(fmt.Sprintf(`"faultDir":%q,"logFile":%q`, s.faultDir, filepath.Join(n.dir, soakChaosFile)))
-	r.writeFlannel(t, installed, chaos, `{"type":"tuning"}`)
+	spy := fmt.Sprintf(`{"type":"spy","logDir":%q}`, s.spyDir)
+	r.writeFlannel(t, installed, spy, chaos, `{"type":"tuning"}`)
 	if err := os.Remove(filepath.Join(n.ctd.confDir, primaryName)); err != nil && !os.IsNotExist(err) {
 		require.NoError(t, err)
 	}
