@@ -99,9 +99,9 @@ func TestFlannelInstallAdoptsRunningPods(t *testing.T) {
 
 // TestFlannelReconcilerReclaimsLostSandboxes: two sandboxes run through
 // Catena over flannel under `catena-agent run` (reconciling every 500 ms,
-// 2 s grace); containerd is killed, its root and state deleted and the
-// pause processes killed, as if the runtime had lost them, and it is
-// restarted. The reconciler reclaims both attachments: flannel's DEL,
+// 2 s grace); containerd is killed, its root and state deleted, the
+// pause processes killed and their netns unpinned, as if the runtime had
+// lost them, and it is restarted. The reconciler reclaims both attachments: flannel's DEL,
 // from its cache file, releases each IP and veth, and removes the file.
 func TestFlannelReconcilerReclaimsLostSandboxes(t *testing.T) {
 	const sandboxes = 2
@@ -120,10 +120,14 @@ func TestFlannelReconcilerReclaimsLostSandboxes(t *testing.T) {
 	require.Equal(t, flannelHeld{IPs: sandboxes, Veths: sandboxes, Files: sandboxes, Records: sandboxes}, lost)
 
 	n.d.crash()
-	n.d.wipeRootAndState()
+	netns := n.d.wipeRootAndState()
 	for _, pid := range pauses {
 		killPause(pid)
 	}
+	// a pinned netns with no process in it is no proof its sandbox is
+	// gone (TestReconcileRuntimeStateWiped): as on a node whose runtime
+	// lost them, the namespaces go too
+	unpinNetns(t, netns)
 	n.d.restart()
 	require.Empty(t, n.d.pods(), "containerd lost the sandboxes")
 	took := p.waitFor("reclaimed", time.Minute, func() (bool, string) {

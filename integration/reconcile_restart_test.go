@@ -42,6 +42,9 @@ func TestReconcileAgentRestartBetweenPhases(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = n.w.cni.DelNetworkList(bg, list, rt) })
 		require.Positive(t, iptablesMentions(t, id))
+		// the sandbox is gone, and so is its netns: under an empty list,
+		// a pinned one with no process would be no proof
+		run(t, "ip", "netns", "del", n.w.id+"-lost")
 
 		first.waitFor("marked", 2*grace, func() (bool, string) {
 			return exists(t, n.markPath(id)), "no mark yet"
