@@ -100,7 +100,7 @@ TEST_STEPS := vet lint test-unit test-integration test-k8s
 deps = $(if $(NODEPS),,$(1))
 unexport NODEPS
 
-## test: the whole suite CI runs: vet, lint, test-unit, test-integration, test-k8s, then their times (root; installs what plugins does; about 33 min on 2 cores once installed)
+## test: the whole suite CI runs: vet, lint, test-unit, test-integration, test-k8s, then their times (root; installs what plugins does; about 35 min on 2 cores once installed)
 test: plugins build image
 	@MAKE='$(MAKE)' bash scripts/test-tiers.sh $(TEST_STEPS)
 
