@@ -126,12 +126,7 @@ func (e *Engine) teardown(ctx context.Context, conf *NetConf, rec *cache.Record,
 			if s.DelFailedSince.IsZero() {
 				s.DelFailedSince = e.now().UTC()
 			}
-			rec.Phase, rec.LastError = cache.PhaseNeedsTeardown, err.Error()
-			if serr := e.save(ctx, rec); serr != nil {
-				return errors.Join(err, fmt.Errorf("recording the failed DEL: %w", serr))
-			}
-			e.markTeardown(rec)
-			return err
+			return e.keepPending(ctx, rec, err, "recording the failed DEL")
 		}
 		s.DelError = ""
 		if err != nil {
@@ -150,8 +145,11 @@ func (e *Engine) teardown(ctx context.Context, conf *NetConf, rec *cache.Record,
 		}
 	}
 	if by == byNobody {
+		// Kept if the tombstone cannot be written, every step deleted: the
+		// next teardown invokes nothing and tries it again. Removed now, a
+		// DEL with the ADD's result would find no trace of it.
 		if err := e.bury(ctx, rec); err != nil {
-			return e.keepUnburied(ctx, rec, err)
+			return e.keepPending(ctx, rec, fmt.Errorf("everything was torn down but its tombstone could not be written: %w", err), "recording the teardown")
 		}
 	}
 	if err := e.remove(ctx, rec.Key); err != nil {
@@ -163,15 +161,13 @@ func (e *Engine) teardown(ctx context.Context, conf *NetConf, rec *cache.Record,
 	return nil
 }
 
-// keepUnburied keeps rec, torn down but without its tombstone, saved with
-// every step deleted and pending: the next teardown of it invokes nothing
-// and tries the tombstone again. Removed now, a DEL with the ADD's result
-// would find no trace of it.
-func (e *Engine) keepUnburied(ctx context.Context, rec *cache.Record, cause error) error {
-	err := fmt.Errorf("everything was torn down but its tombstone could not be written: %w", cause)
+// keepPending records rec as needing teardown because of err (what saving
+// it is called in the error if that fails too), notes it for the retry
+// pass, and returns err.
+func (e *Engine) keepPending(ctx context.Context, rec *cache.Record, err error, what string) error {
 	rec.Phase, rec.LastError = cache.PhaseNeedsTeardown, err.Error()
 	if serr := e.save(ctx, rec); serr != nil {
-		return errors.Join(err, fmt.Errorf("recording the teardown: %w", serr))
+		return errors.Join(err, fmt.Errorf("%s: %w", what, serr))
 	}
 	e.markTeardown(rec)
 	return err
