@@ -112,25 +112,30 @@ func CompareNetNS(recorded, now cache.NetNSIdentity) NetNSMatch {
 }
 
 // netnsCookie is the SO_NETNS_COOKIE of a socket created in the namespace
-// of f. It runs on a thread of its own, locked; if that thread cannot be
-// put back into its own namespace it stays locked, and Go ends it with the
-// goroutine.
+// of f (onNetNSThread).
 func netnsCookie(f *os.File) (uint64, error) {
-	type answer struct {
-		cookie uint64
-		err    error
-	}
-	done := make(chan answer, 1)
+	var cookie uint64
+	err := onNetNSThread(func() (restored bool, err error) {
+		cookie, restored, err = cookieIn(f)
+		return restored, err
+	})
+	return cookie, err
+}
+
+// onNetNSThread runs enter on a thread of its own, locked: enter moves the
+// thread into a namespace and back, and reports whether it is back. If it
+// is not, the thread stays locked, and Go ends it with the goroutine.
+func onNetNSThread(enter func() (restored bool, err error)) error {
+	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		cookie, restored, err := cookieIn(f)
+		restored, err := enter()
 		if restored {
 			runtime.UnlockOSThread()
 		}
-		done <- answer{cookie, err}
+		done <- err
 	}()
-	a := <-done
-	return a.cookie, a.err
+	return <-done
 }
 
 // cookieIn makes a socket in f's namespace (inNetNS) on the current

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"runtime"
 
 	"golang.org/x/sys/unix"
 )
@@ -18,47 +17,36 @@ type NetNSHoldsFunc func(path, ifname string, ips map[string]bool) (bool, error)
 
 var _ NetNSHoldsFunc = NetNSHolds
 
-// NetNSHolds is the real NetNSHoldsFunc: it enters the namespace on a
-// locked thread of its own (root), lists ifname's addresses there and
-// returns; if that thread cannot be put back into its own namespace it
-// stays locked, and Go ends it with the goroutine. No interface of that
-// name is false, not an error.
+// NetNSHolds is the real NetNSHoldsFunc: it lists the namespace's
+// interfaces and ifname's addresses from inside it (inNetNS, on a thread of
+// its own: onNetNSThread; root). No interface of that name is false, not an
+// error.
 func NetNSHolds(path, ifname string, ips map[string]bool) (bool, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
 	if err != nil {
 		return false, fmt.Errorf("netns %s: %w", path, err)
 	}
 	defer func() { _ = f.Close() }()
-	type answer struct {
-		addrs []net.Addr
-		err   error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		runtime.LockOSThread()
-		var addrs []net.Addr
-		restored, err := inNetNS(f, func() error {
-			iface, err := net.InterfaceByName(ifname)
+	var addrs []net.Addr
+	err = onNetNSThread(func() (bool, error) {
+		return inNetNS(f, func() error {
+			ifaces, err := net.Interfaces()
 			if err != nil {
 				return err
 			}
-			addrs, err = iface.Addrs()
-			return err
+			for _, iface := range ifaces {
+				if iface.Name == ifname {
+					addrs, err = iface.Addrs()
+					return err
+				}
+			}
+			return nil
 		})
-		if restored {
-			runtime.UnlockOSThread()
-		}
-		done <- answer{addrs, err}
-	}()
-	a := <-done
-	var nerr *net.OpError
-	if errors.As(a.err, &nerr) && nerr.Err != nil && nerr.Err.Error() == "no such network interface" {
-		return false, nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("netns %s: %s: %w", path, ifname, err)
 	}
-	if a.err != nil {
-		return false, fmt.Errorf("netns %s: %s: %w", path, ifname, a.err)
-	}
-	for _, addr := range a.addrs {
+	for _, addr := range addrs {
 		if ipn, ok := addr.(*net.IPNet); ok && ips[ipn.IP.String()] {
 			return true, nil
 		}
