@@ -45,14 +45,6 @@ type nopUnlocker struct{}
 
 func (nopUnlocker) Unlock() error { return nil }
 
-// validNetwork checks a network name as a key's.
-func validNetwork(network string) error {
-	if err := (Key{Network: network, ContainerID: "x", IfName: "x"}).Validate(); err != nil {
-		return fmt.Errorf("network barrier: %w", err)
-	}
-	return nil
-}
-
 // barrierTimeout is the error of a barrier not taken in time.
 func barrierTimeout(network string, exclusive bool, waited time.Duration) error {
 	held := "a GC"
@@ -73,7 +65,7 @@ type memBarrier struct {
 // Barrier implements Barrier in process.
 func (l *MemLocker) Barrier(ctx context.Context, network string, exclusive bool) (Unlocker, error) {
 	if err := validNetwork(network); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("network barrier: %w", err)
 	}
 	start := time.Now()
 	for {

@@ -28,7 +28,7 @@ var _ Barrier = (*FlockLocker)(nil)
 // dies; the fd is close-on-exec, so a delegate never inherits it.
 func (l *FlockLocker) Barrier(ctx context.Context, network string, exclusive bool) (Unlocker, error) {
 	if err := validNetwork(network); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("network barrier: %w", err)
 	}
 	dir := networkDirName(network)
 	dirfd, err := walkDir(filepath.Dir(l.Dir), filepath.Base(l.Dir)+"/"+dir, true)

@@ -102,3 +102,8 @@ func quarantineDirName(network string) string {
 	}
 	return hashedNetworkName(network)
 }
+
+// validNetwork checks a network name as it is checked in a key.
+func validNetwork(network string) error {
+	return Key{Network: network, ContainerID: "x", IfName: "x"}.Validate()
+}

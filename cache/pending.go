@@ -85,7 +85,7 @@ func (s *DiskStore) ClearTeardown(key Key) error {
 // marker of the network.
 func (s *DiskStore) PendingTeardown(network string, max int) ([]Pending, error) {
 	dir := filepath.Join(s.dir, pendingDir, networkDirName(network))
-	if (Key{Network: network, ContainerID: "x", IfName: "x"}).Validate() != nil {
+	if validNetwork(network) != nil {
 		return nil, fmt.Errorf("pending teardown: invalid network name %q", network)
 	}
 	names, err := readDirNames(s.fs, dir)

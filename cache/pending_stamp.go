@@ -50,7 +50,7 @@ func (s *DiskStore) pendingNetDir(network string) string {
 // but no stamp (none written yet, or removed by a retrier that found
 // nothing pending), a listing of the dir.
 func (s *DiskStore) RetryDue(network string, now time.Time) (bool, error) {
-	if (Key{Network: network, ContainerID: "x", IfName: "x"}).Validate() != nil {
+	if validNetwork(network) != nil {
 		return false, fmt.Errorf("retry due: invalid network name %q", network)
 	}
 	dir := s.pendingNetDir(network)
@@ -120,7 +120,7 @@ func encodeStamp(st RetryStamp) []byte {
 // to stamp, and with no marker left the stamp is removed (the zero stamp
 // is returned). now is the clock.
 func (s *DiskStore) StampRetry(network string, now func() time.Time, horizon time.Duration) (RetryStamp, error) {
-	if (Key{Network: network, ContainerID: "x", IfName: "x"}).Validate() != nil {
+	if validNetwork(network) != nil {
 		return RetryStamp{}, fmt.Errorf("retry stamp: invalid network name %q", network)
 	}
 	dir := s.pendingNetDir(network)

@@ -50,10 +50,10 @@ type Tombstones interface {
 	// Unbury durably removes key's tombstone; a missing one is not an
 	// error.
 	Unbury(key Key) error
-	// PruneTombstones removes the tombstones released before
-	// now-maxAge, then, per network, the oldest beyond the maxCount
-	// newest, and returns their keys.
-	PruneTombstones(now time.Time, maxAge time.Duration, maxCount int) ([]Key, error)
+	// PruneTombstones removes network's tombstones released before
+	// now-maxAge, then the oldest beyond the maxCount newest, and returns
+	// their keys.
+	PruneTombstones(network string, now time.Time, maxAge time.Duration, maxCount int) ([]Key, error)
 }
 
 var _ Tombstones = (*DiskStore)(nil)
@@ -142,24 +142,15 @@ func (s *DiskStore) Unbury(key Key) error {
 // PruneTombstones implements Tombstones. Only regular files named as
 // tombstones are looked at; one that cannot be read is dated by its
 // mtime. It goes on past a file it cannot remove and reports the errors.
-func (s *DiskStore) PruneTombstones(now time.Time, maxAge time.Duration, maxCount int) ([]Key, error) {
-	top := filepath.Join(s.dir, tombstonesDir)
-	nets, err := readDirNames(s.fs, top)
-	if errors.Is(err, fs.ErrNotExist) {
+func (s *DiskStore) PruneTombstones(network string, now time.Time, maxAge time.Duration, maxCount int) ([]Key, error) {
+	if validNetwork(network) != nil {
+		return nil, fmt.Errorf("prune tombstones: invalid network name %q", network)
+	}
+	dir := filepath.Join(s.dir, tombstonesDir, networkDirName(network))
+	if _, err := Lstat(s.fs, dir); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, fmt.Errorf("prune tombstones: %w", err)
-	}
-	slices.Sort(nets)
-	var pruned []Key
-	var errs []error
-	for _, net := range nets {
-		p, err := s.pruneNetworkTombstones(filepath.Join(top, net), now.Add(-maxAge), maxCount)
-		pruned = append(pruned, p...)
-		errs = append(errs, err)
-	}
-	return pruned, errors.Join(errs...)
+	return s.pruneNetworkTombstones(dir, now.Add(-maxAge), maxCount)
 }
 
 type tombEntry struct {

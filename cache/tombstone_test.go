@@ -85,9 +85,10 @@ func TestTombstoneUntrusted(t *testing.T) {
 	}
 }
 
-// TestPruneTombstones: older than maxAge, then beyond the maxCount newest
-// of each network, by the time each records; an unreadable one by its
-// mtime; what is not a tombstone's name is left alone.
+// TestPruneTombstones: a network's tombstones older than maxAge, then
+// beyond its maxCount newest, by the time each records; an unreadable one
+// by its mtime; what is not a tombstone's name is left alone, and so is
+// every other network's.
 func TestPruneTombstones(t *testing.T) {
 	s, dir := newOsStore(t)
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
@@ -101,20 +102,29 @@ func TestPruneTombstones(t *testing.T) {
 	bury("podnet", "a", 3*day)
 	b := bury("podnet", "b", 2*day)
 	c := bury("podnet", "c", day)
-	bury("other", "x", 6*day)
+	other := bury("other", "x", 9*day)
 	torn := filepath.Join(dir, tombstonesDir, "podnet", "torn:eth0.json")
 	require.NoError(t, os.WriteFile(torn, []byte("{"), 0o600))
 	require.NoError(t, os.Chtimes(torn, now.Add(-10*day), now.Add(-10*day)))
 	foreign := filepath.Join(dir, tombstonesDir, "podnet", "README")
 	require.NoError(t, os.WriteFile(foreign, []byte("x"), 0o600))
 
-	pruned, err := s.PruneTombstones(now, 7*day, 2)
+	pruned, err := s.PruneTombstones("podnet", now, 7*day, 2)
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []Key{old, testKey("a"), {}}, pruned, "the old one, the unreadable one (no key), and a beyond the 2 newest")
-	for _, k := range []Key{b, c, {Network: "other", ContainerID: "x", IfName: "eth0"}} {
+	for _, k := range []Key{b, c, other} {
 		_, err := s.TombstoneOf(k)
 		require.NoError(t, err, "%s kept", k)
 	}
 	assert.FileExists(t, foreign)
 	assert.NoFileExists(t, torn)
+
+	pruned, err = s.PruneTombstones("other", now, 7*day, 2)
+	require.NoError(t, err)
+	assert.Equal(t, []Key{other}, pruned, "its own network's GC prunes it")
+	pruned, err = s.PruneTombstones("none", now, 7*day, 2)
+	require.NoError(t, err)
+	assert.Empty(t, pruned, "a network with no tombstones")
+	_, err = s.PruneTombstones("bad/name", now, 7*day, 2)
+	require.Error(t, err)
 }

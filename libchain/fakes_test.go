@@ -213,12 +213,12 @@ func (s *memStore) Unbury(key cache.Key) error {
 	return nil
 }
 
-func (s *memStore) PruneTombstones(now time.Time, maxAge time.Duration, _ int) ([]cache.Key, error) {
+func (s *memStore) PruneTombstones(network string, now time.Time, maxAge time.Duration, _ int) ([]cache.Key, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var pruned []cache.Key
 	for k, t := range s.tombs {
-		if t.Released.Before(now.Add(-maxAge)) {
+		if k.Network == network && t.Released.Before(now.Add(-maxAge)) {
 			delete(s.tombs, k)
 			pruned = append(pruned, k)
 		}

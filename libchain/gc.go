@@ -138,7 +138,7 @@ func (e *Engine) collectGarbage(ctx context.Context, req Request, opts GCOptions
 				rep.Errors = append(rep.Errors, err.Error())
 			}
 		}
-		e.pruneTombstones()
+		e.pruneTombstones(req.Conf.Name)
 	}
 	if opts.StaleNetNS || opts.SkipDelegates || opts.DryRun {
 		return rep, reportErr(req, rep)

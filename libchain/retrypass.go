@@ -146,7 +146,7 @@ func (e *Engine) RetryPending(ctx context.Context, req Request, opts RetryOption
 		e.retryDue(ctx, req, dueOf(pending, e.now(), opts.MaxAttempts), opts.Workers, deadline, &rep)
 		rep.Next = e.stampRetry(req.Conf.Name)
 		if rep.Released > 0 && rep.Passes == 1 {
-			e.pruneTombstones()
+			e.pruneTombstones(req.Conf.Name)
 		}
 		now := e.now()
 		if rep.Next.IsZero() || opts.Linger < 0 || rep.Next.Sub(now) > opts.Linger ||

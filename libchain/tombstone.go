@@ -61,20 +61,20 @@ func (e *Engine) delTombstoned(ctx context.Context, key cache.Key) bool {
 	return true
 }
 
-// pruneTombstones bounds the tombstones no runtime's DEL came to clear
-// (cache.TombstoneMaxAge, cache.TombstoneMaxCount per network); GC and
-// the retry pass call it.
-func (e *Engine) pruneTombstones() {
+// pruneTombstones bounds network's tombstones that no runtime's DEL came
+// to clear (cache.TombstoneMaxAge, cache.TombstoneMaxCount); GC and the
+// retry pass of that network call it.
+func (e *Engine) pruneTombstones(network string) {
 	ts, ok := e.Store.(cache.Tombstones)
 	if !ok {
 		return
 	}
-	pruned, err := ts.PruneTombstones(e.now(), cache.TombstoneMaxAge, cache.TombstoneMaxCount)
+	pruned, err := ts.PruneTombstones(network, e.now(), cache.TombstoneMaxAge, cache.TombstoneMaxCount)
 	if err != nil {
-		e.log().Warn("pruning tombstones", "error", err)
+		e.log().Warn("pruning tombstones", "network", network, "error", err)
 	}
 	if len(pruned) > 0 {
-		e.log().Info("pruned tombstones", "count", len(pruned))
+		e.log().Info("pruned tombstones", "network", network, "count", len(pruned))
 	}
 }
 
