@@ -18,9 +18,11 @@ import (
 )
 
 // retryWindow is how long kubelet retries a seed failure's pod, the plain
-// primary's, Catena's and flannel's: each retry is 10-15 s apart, so at
-// least 4 retries, and one IP leaked by each through a plain conflist.
-const retryWindow = 75 * time.Second
+// primary's, Catena's and flannel's: each retry is 10-15 s apart (kubelet's
+// 10 s back-off with its 50% jitter), so at least 4 retries, the first a
+// few seconds in and the fourth by 50 s, and one IP leaked by each
+// through a plain conflist.
+const retryWindow = 60 * time.Second
 
 // k8sRun is the state the scenarios share on one bring-up.
 type k8sRun struct {
