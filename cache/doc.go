@@ -55,6 +55,7 @@
 //	store.go            Store, Locker, Unlocker, Holder, the sentinel errors
 //	record.go           Record, Key, Step, phases and step states
 //	codec.go            a record's on-disk envelope: schema, sha256, Encode and Decode
+//	envelope.go         the canonical envelope taken apart by its fixed layout, before the general decode
 //	delta.go            journal entries that hold only the steps that changed
 //	journal.go          a record file as a journal of entries; reading it back
 //	journal_slot.go     preallocated journals: entries written in place over zeros

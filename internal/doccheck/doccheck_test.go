@@ -54,10 +54,6 @@ func TestCheck(t *testing.T) {
 	pages := []string{"README.md", "docs/README.md", "docs/a.md", "docs/orphan.md", "docs/notes/n.md", "docs/notes/linked.md"}
 	got, err := Check(fsys, pages, "docs/README.md")
 	require.NoError(t, err)
-	var lines []string
-	for _, p := range got {
-		lines = append(lines, p.String())
-	}
 	assert.Equal(t, []string{
 		`README.md:2: link "docs/gone.md": docs/gone.md does not exist`,
 		`docs/README.md:2: link "a.md#nope": docs/a.md has no heading or anchor #nope`,
@@ -67,7 +63,7 @@ func TestCheck(t *testing.T) {
 		`docs/a.md:3: link "../../x.md": points outside the repository`,
 		`docs/notes/n.md:2: link "../bench.png#x": an anchor into docs/bench.png, which is not Markdown`,
 		`docs/orphan.md:1: no link from docs/README.md leads here`,
-	}, lines)
+	}, problemLines(got))
 }
 
 // TestRepositoryDocs checks the repository's own pages: README.md,

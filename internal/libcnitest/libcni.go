@@ -1,9 +1,3 @@
-// Package libcnitest has the test helpers that the tests of
-// libchain/libcnientry and node/adopt share: real libcni ADDs and DELs over
-// a recording executor, which write the runtime's genuine cache entries
-// (libcni.go); a fake executor for Catena's engine, and entries changed one
-// field at a time, replaced by what is not a regular file, or planted with
-// another owner (fixtures.go).
 package libcnitest
 
 import (

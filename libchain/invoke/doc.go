@@ -8,6 +8,7 @@
 //
 // The files:
 //
+//	doc.go       this comment
 //	exec.go      Exec, the engine's Executor: Call, RuntimeArgs, finding a delegate in CNI_PATH, VERSION
 //	procexec.go  ProcExec, the CNI invoke package's Exec over spawn: timeouts, output bounds and grace (WithOutputGrace), the delegate's error
 //	spawn.go     one delegate's process without os/exec: vfork with a pidfd, ppoll loop, kill, reaping

@@ -41,4 +41,5 @@
 //	lines.go   the line reader: scanLines, decode, Skipped
 //	read.go    Read: the whole journal, and openFile, the trusted open
 //	tail.go    Tail: what was appended since the last Poll, across rotations
+//	process.go SelfProcess, ProcessOf: an operation's process figures from /proc
 package journal

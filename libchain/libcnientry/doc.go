@@ -18,9 +18,9 @@
 // node/adopt) use Vet, Read and Record.
 //
 // Files:
-//   - entry.go: one cache file: its identity (FileID), the checks before
-//     and while it is read (Vet, Read), its parse.
-//   - record.go: the record a Catena ADD would have left (Record).
-//   - atdel.go: AtDel, the libchain.OrphanFinder of a DEL that finds no
-//     record.
+//
+//	doc.go     this comment
+//	entry.go   one cache file: its identity (FileID), the checks before and while it is read (Vet, Read), its parse
+//	record.go  the record a Catena ADD would have left (Record)
+//	atdel.go   AtDel, the libchain.OrphanFinder of a DEL that finds no record
 package libcnientry

@@ -15,8 +15,8 @@
 // libchain/libcnientry's; this package is the agent's pass over the dir.
 //
 // Files:
-//   - adopt.go: Options, Report, the Adopter and one pass: an entry read,
-//     recorded under its attachment's lock, confirmed against a racing DEL.
-//   - scan.go: the listing of the results dir: what is new, what is
-//     another network's, what is refused.
+//
+//	doc.go    this comment
+//	adopt.go  Options, Report, the Adopter and one pass: an entry read, recorded under its attachment's lock, confirmed against a racing DEL
+//	scan.go   the listing of the results dir: what is new, what is another network's, what is refused
 package adopt

@@ -7,7 +7,6 @@
 //
 //	doc.go      this comment
 //	metrics.go  Metrics: the registry and its collectors; operations, passes, adoptions and the conflist's writes observed
-//	journal.go  JournalTail: the event journal's new lines read at each scrape, across a rotation
-//	handler.go  Handler: /metrics, the journal read before each scrape
+//	handler.go  Handler: /metrics, the journal read before each scrape; NewJournalTail, the journal's new lines across a rotation
 //	probes.go   ReadinessGauge and WritableGauges: gauges evaluated at each scrape
 package metrics

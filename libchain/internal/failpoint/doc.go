@@ -4,4 +4,10 @@
 // with `-tags failpoint` kills itself with SIGKILL at the point and pass
 // its environment names (on.go); any other build compiles Hit away
 // (off.go).
+//
+// Files:
+//
+//	doc.go  this comment
+//	on.go   Hit with the failpoint tag: the kill at the named point and pass
+//	off.go  Hit without it: nothing
 package failpoint
