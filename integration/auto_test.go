@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/catena-cni/catena/libchain/journal"
+	"github.com/catena-cni/catena/libchain/events"
 	"github.com/catena-cni/catena/node/nodeconf"
 )
 
@@ -71,11 +71,11 @@ func stepVersions(t *testing.T, rec string) (called, answered []string) {
 }
 
 // versionCalls are the VERSION calls the event journal of cacheDir holds.
-func versionCalls(t *testing.T, cacheDir string) []journal.OpCall {
+func versionCalls(t *testing.T, cacheDir string) []events.OpCall {
 	t.Helper()
-	ops, _, err := journal.Read(afero.NewOsFs(), cacheDir, time.Time{})
+	ops, _, err := events.Read(afero.NewOsFs(), cacheDir, time.Time{})
 	require.NoError(t, err)
-	var calls []journal.OpCall
+	var calls []events.OpCall
 	for _, op := range ops {
 		for _, c := range op.Calls {
 			if c.Verb == "VERSION" {

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/catena-cni/catena/libchain/journal"
+	"github.com/catena-cni/catena/libchain/events"
 )
 
 // podConfig is a sandbox with pod network, unique metadata, and hostPort
@@ -93,9 +93,9 @@ func (d *containerd) networkReady() (bool, string) {
 // catenaOps reads the operations Catena journaled in cacheDir, oldest
 // first; a last line without its newline is one still being appended, and
 // is left for the next read.
-func catenaOps(t *testing.T, cacheDir string) []journal.Op {
+func catenaOps(t *testing.T, cacheDir string) []events.Op {
 	t.Helper()
-	raw, err := os.ReadFile(journal.Path(cacheDir))
+	raw, err := os.ReadFile(events.Path(cacheDir))
 	if os.IsNotExist(err) {
 		return nil
 	}
@@ -104,9 +104,9 @@ func catenaOps(t *testing.T, cacheDir string) []journal.Op {
 	if len(raw) == 0 {
 		return nil
 	}
-	var ops []journal.Op
+	var ops []events.Op
 	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
-		var op journal.Op
+		var op events.Op
 		require.NoError(t, json.Unmarshal([]byte(line), &op), "event line %q", line)
 		ops = append(ops, op)
 	}
@@ -114,8 +114,8 @@ func catenaOps(t *testing.T, cacheDir string) []journal.Op {
 }
 
 // opsFor keeps the ops of one verb on attachments of container id.
-func opsFor(ops []journal.Op, verb, id string) []journal.Op {
-	var out []journal.Op
+func opsFor(ops []events.Op, verb, id string) []events.Op {
+	var out []events.Op
 	for _, op := range ops {
 		if op.Verb == verb && strings.Contains(op.Attachment, id) {
 			out = append(out, op)

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/catena-cni/catena/libchain/journal"
+	"github.com/catena-cni/catena/libchain/events"
 )
 
 // TestCRIORestartDuringSlowDEL: CRI-O is restarted, by SIGTERM and by
@@ -94,7 +94,7 @@ func TestCRIORestartDuringSlowDEL(t *testing.T) {
 			}
 			if assert.NotNil(t, op.NoRecordRelease, "%v: DEL %d found no record and released", sig, i+1) {
 				assert.Equal(t, 2, op.NoRecordRelease.Delegates, "%v: DEL %d", sig, i+1)
-				assert.Equal(t, journal.ReleaseReleased, op.NoRecordRelease.Outcome, "%v: DEL %d: %s", sig, i+1, op.NoRecordRelease.Reason)
+				assert.Equal(t, events.ReleaseReleased, op.NoRecordRelease.Outcome, "%v: DEL %d: %s", sig, i+1, op.NoRecordRelease.Reason)
 				assert.Empty(t, op.NoRecordRelease.Failed, "%v: DEL %d", sig, i+1)
 			}
 			assert.Contains(t, failerLog(t, flog), "DEL "+id+" eth0 -", "%v: DEL %d: without CNI_NETNS", sig, i+1)

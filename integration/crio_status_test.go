@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/catena-cni/catena/libchain/journal"
+	"github.com/catena-cni/catena/libchain/events"
 )
 
 // failerLog is the failer's log of invocations, one line each.
@@ -159,7 +159,7 @@ func TestCRIOStatusAndCheck(t *testing.T) {
 		}
 		require.NotNil(t, op.NoRecordRelease, "the journal says the first DEL released")
 		assert.Equal(t, 2, op.NoRecordRelease.Delegates)
-		assert.Equal(t, journal.ReleaseReleased, op.NoRecordRelease.Outcome, op.NoRecordRelease.Reason)
+		assert.Equal(t, events.ReleaseReleased, op.NoRecordRelease.Outcome, op.NoRecordRelease.Reason)
 		assert.True(t, op.NoRecordRelease.WithNetNS)
 		assert.Empty(t, op.NoRecordRelease.Failed)
 		require.Len(t, op.Calls, 2)

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/catena-cni/catena/libchain/journal"
+	"github.com/catena-cni/catena/libchain/events"
 )
 
 // Flannel's own CNI plugin (scripts/install-flannel.sh) under containerd
@@ -148,7 +148,7 @@ func firstAdd(t *testing.T, logFile string) string {
 }
 
 // callNames are an op's delegate calls as "type VERB".
-func callNames(op journal.Op) []string {
+func callNames(op events.Op) []string {
 	var out []string
 	for _, c := range op.Calls {
 		out = append(out, c.Type+" "+c.Verb)

@@ -32,7 +32,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/catena-cni/catena/deploy"
-	"github.com/catena-cni/catena/libchain/journal"
+	"github.com/catena-cni/catena/libchain/events"
 	"github.com/catena-cni/catena/scripts/nodebench"
 )
 
@@ -251,7 +251,7 @@ func (d *densityRun) round(t *testing.T, v nodebench.Variant, n, index int) node
 	dists := nodebench.PodDists(pods)
 	hists, err := s.HistDists()
 	require.NoError(t, err)
-	ops, _, err := journal.Read(afero.NewOsFs(), r.n.cacheDir(), since)
+	ops, _, err := events.Read(afero.NewOsFs(), r.n.cacheDir(), since)
 	require.NoError(t, err)
 	maps.Copy(dists, hists)
 	maps.Copy(dists, runtimeDists)

@@ -16,7 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/catena-cni/catena/cache"
-	"github.com/catena-cni/catena/libchain/journal"
+	"github.com/catena-cni/catena/libchain/events"
 	"github.com/catena-cni/catena/node/kevents"
 )
 
@@ -207,9 +207,9 @@ func (n *k8sNode) recordsByPhase(t *testing.T, net string) map[string][]string {
 }
 
 // opsSince are the node's journal's operations that started at or after t0.
-func (n *k8sNode) opsSince(t *testing.T, t0 time.Time) []journal.Op {
+func (n *k8sNode) opsSince(t *testing.T, t0 time.Time) []events.Op {
 	t.Helper()
-	var out []journal.Op
+	var out []events.Op
 	for _, op := range n.ops(t) {
 		if !op.Start.Before(t0) {
 			out = append(out, op)

@@ -17,7 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/catena-cni/catena/libchain/journal"
+	"github.com/catena-cni/catena/libchain/events"
 	"github.com/catena-cni/catena/node/kevents"
 )
 
@@ -214,8 +214,8 @@ func (r *k8sRun) apiServerOutage(t *testing.T) {
 }
 
 // podOps are the operations on pods whose name starts with prefix.
-func podOps(ops []journal.Op, prefix string) []journal.Op {
-	var out []journal.Op
+func podOps(ops []events.Op, prefix string) []events.Op {
+	var out []events.Op
 	for _, op := range ops {
 		if op.Pod != nil && strings.HasPrefix(op.Pod.Name, prefix) {
 			out = append(out, op)

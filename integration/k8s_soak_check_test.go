@@ -19,7 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/catena-cni/catena/libchain/journal"
+	"github.com/catena-cni/catena/libchain/events"
 )
 
 // soakObservations is what the soak saw of the node while it ran.
@@ -28,11 +28,11 @@ type soakObservations struct {
 	lastPods     []corev1.Pod
 	scales       int
 	deletedPods  int
-	ops          map[string]journal.Op // the journal's, by start, verb and attachment
-	suspect      map[string]time.Time  // continuous invariant breaks, since first seen
-	violations   []string              // breaks that held for soakConfirm
-	transient    int                   // breaks that cleared within soakConfirm
-	unready      map[string]bool       // pods seen Running, not Ready, without an IP
+	ops          map[string]events.Op // the journal's, by start, verb and attachment
+	suspect      map[string]time.Time // continuous invariant breaks, since first seen
+	violations   []string             // breaks that held for soakConfirm
+	transient    int                  // breaks that cleared within soakConfirm
+	unready      map[string]bool      // pods seen Running, not Ready, without an IP
 	observations int
 }
 
@@ -42,7 +42,7 @@ const soakConfirm = 6 * time.Second
 
 func (o *soakObservations) init() {
 	o.seen, o.gone = map[string]bool{}, map[string]bool{}
-	o.ops, o.suspect = map[string]journal.Op{}, map[string]time.Time{}
+	o.ops, o.suspect = map[string]events.Op{}, map[string]time.Time{}
 	o.unready = map[string]bool{}
 }
 
@@ -122,7 +122,7 @@ func podReady(p corev1.Pod) bool {
 // readOps adds the journal's ops since the soak began (the journal
 // rotates: it is read as the soak goes).
 func (s *soakRun) readOps(t *testing.T) {
-	ops, _, err := journal.Read(afero.NewOsFs(), s.r.n.cacheDir(), s.start)
+	ops, _, err := events.Read(afero.NewOsFs(), s.r.n.cacheDir(), s.start)
 	require.NoError(t, err)
 	for _, op := range ops {
 		s.obs.ops[op.Start.Format(time.RFC3339Nano)+" "+op.Verb+" "+op.Attachment] = op
@@ -494,7 +494,7 @@ func (s *soakRun) chaosLines(t *testing.T, prefix string) int {
 	return c
 }
 
-func countVerb(ops map[string]journal.Op, verb string) int {
+func countVerb(ops map[string]events.Op, verb string) int {
 	c := 0
 	for _, op := range ops {
 		if op.Verb == verb {

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/catena-cni/catena/libchain/journal"
+	"github.com/catena-cni/catena/libchain/events"
 )
 
 // nodeState is what the node holds for its network, as seen from outside.
@@ -102,7 +102,7 @@ func (n *k8sNode) sandboxes(t *testing.T, app string) []*cri.PodSandbox {
 }
 
 // ops reads Catena's event journal on the node.
-func (n *k8sNode) ops(t *testing.T) []journal.Op {
+func (n *k8sNode) ops(t *testing.T) []events.Op {
 	t.Helper()
 	return catenaOps(t, n.cacheDir())
 }
@@ -111,9 +111,9 @@ func (n *k8sNode) ops(t *testing.T) []journal.Op {
 // attachments of ids, and returns them: the reconciler removes a record
 // before its operation's journal line is written, so a wait for records to
 // go ends a little early for the journal.
-func (n *k8sNode) reclaimsOf(t *testing.T, ids []string, want int) []journal.Op {
+func (n *k8sNode) reclaimsOf(t *testing.T, ids []string, want int) []events.Op {
 	t.Helper()
-	var got []journal.Op
+	var got []events.Op
 	waitFor(t, "the reclaims journaled", 30*time.Second, 200*time.Millisecond, func() error {
 		got = got[:0]
 		for _, op := range n.ops(t) {
@@ -130,7 +130,7 @@ func (n *k8sNode) reclaimsOf(t *testing.T, ids []string, want int) []journal.Op 
 }
 
 // countOps counts the ops of a verb (and outcome, unless empty).
-func countOps(ops []journal.Op, verb, outcome string) int {
+func countOps(ops []events.Op, verb, outcome string) int {
 	c := 0
 	for _, op := range ops {
 		if op.Verb == verb && (outcome == "" || op.Outcome == outcome) {

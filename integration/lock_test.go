@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/catena-cni/catena/libchain/journal"
+	"github.com/catena-cni/catena/libchain/events"
 )
 
 // hangingFailer hangs ADD for hang, after starting a child in its process
@@ -130,7 +130,7 @@ func TestLockHolderWaitersAndRuntimeDeadline(t *testing.T) {
 	assert.Empty(t, w.hostVeths())
 	assert.Empty(t, w.records(net))
 	assert.Empty(t, w.lockFiles(), "lock files do not pile up, not even a dead holder's")
-	ops, _, err := journal.Read(afero.NewOsFs(), w.cacheDir, started)
+	ops, _, err := events.Read(afero.NewOsFs(), w.cacheDir, started)
 	require.NoError(t, err)
 	require.NotEmpty(t, ops)
 	last := ops[len(ops)-1]
@@ -169,7 +169,7 @@ func TestDelegateTimeoutRealChain(t *testing.T) {
 	assert.Empty(t, w.records(net))
 	assert.Empty(t, w.lockFiles())
 
-	ops, _, err := journal.Read(afero.NewOsFs(), w.cacheDir, started)
+	ops, _, err := events.Read(afero.NewOsFs(), w.cacheDir, started)
 	require.NoError(t, err)
 	require.Len(t, ops, 1)
 	op := ops[0]

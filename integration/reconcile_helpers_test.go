@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/catena-cni/catena/libchain/journal"
+	"github.com/catena-cni/catena/libchain/events"
 )
 
 // reconcileFlags are run's reconciler flags against the node's containerd.
@@ -113,9 +113,9 @@ func (p *agentProc) waitFor(what string, timeout time.Duration, cond func() (boo
 }
 
 // opsOf are the operations of the given verbs in the node's journal.
-func (n *agentNode) opsOf(verbs ...string) []journal.Op {
+func (n *agentNode) opsOf(verbs ...string) []events.Op {
 	n.t.Helper()
-	var out []journal.Op
+	var out []events.Op
 	for _, op := range catenaOps(n.t, n.w.cacheDir) {
 		for _, v := range verbs {
 			if op.Verb == v {
@@ -131,7 +131,7 @@ func (n *agentNode) opsOf(verbs ...string) []journal.Op {
 // removes the record before its operation's journal line is written, and
 // the pass counts it after both: a test that saw the records go reads the
 // journal through this.
-func (n *agentNode) reclaimsCounted(p *agentProc, want int) []journal.Op {
+func (n *agentNode) reclaimsCounted(p *agentProc, want int) []events.Op {
 	n.t.Helper()
 	p.waitFor("the reclaims counted", 10*time.Second, func() (bool, string) {
 		return p.metric("catena_reconcile_reclaimed_total") >= float64(want), "not all counted yet"

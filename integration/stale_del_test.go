@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/catena-cni/catena/libchain/journal"
+	"github.com/catena-cni/catena/libchain/events"
 )
 
 // reuseNode is the field's failure on real plugins: the chain
@@ -121,9 +121,9 @@ func (n *reuseNode) requireBIntact(t *testing.T, b *libcni.RuntimeConf) {
 }
 
 // lastRelease is the noRecordRelease of the journal's last DEL of A.
-func (n *reuseNode) lastRelease(t *testing.T, a *libcni.RuntimeConf) *journal.OpRelease {
+func (n *reuseNode) lastRelease(t *testing.T, a *libcni.RuntimeConf) *events.OpRelease {
 	t.Helper()
-	ops, _, err := journal.Read(afero.NewOsFs(), n.w.cacheDir, time.Time{})
+	ops, _, err := events.Read(afero.NewOsFs(), n.w.cacheDir, time.Time{})
 	require.NoError(t, err)
 	for i := len(ops) - 1; i >= 0; i-- {
 		if ops[i].Verb == "DEL" && strings.Contains(ops[i].Attachment, a.ContainerID) {
@@ -194,7 +194,7 @@ func TestStaleDelNeverFreesTheNewOwner(t *testing.T) {
 				assert.Contains(t, cached[0], b.ContainerID)
 				rel := n.lastRelease(t, a)
 				require.NotNil(t, rel, "the DEL is journaled")
-				assert.Equal(t, journal.ReleaseTombstone, rel.Outcome, "%+v", rel)
+				assert.Equal(t, events.ReleaseTombstone, rel.Outcome, "%+v", rel)
 				assert.NoFileExists(t, filepath.Join(n.w.cacheDir, "tombstones", n.net, a.ContainerID+":eth0.json"),
 					"the runtime's DEL cleared the tombstone")
 			})
@@ -226,7 +226,7 @@ func TestRepeatedDelKeepsWhatALiveRecordHolds(t *testing.T) {
 	n.requireBIntact(t, b)
 	rel := n.lastRelease(t, a)
 	require.NotNil(t, rel)
-	assert.Equal(t, journal.ReleaseKept, rel.Outcome)
+	assert.Equal(t, events.ReleaseKept, rel.Outcome)
 	assert.Contains(t, rel.Reason, n.ip+" is held by "+n.net+"/"+b.ContainerID+"/eth0")
 }
 
@@ -255,11 +255,11 @@ func TestLostRecordReleaseFreesIPMasq(t *testing.T) {
 	assert.Zero(t, iptablesMentions(t, rt.ContainerID), "the ipMasq rules are gone")
 	assert.Empty(t, w.hostVeths(), "the veth is gone")
 	assert.Empty(t, w.ipamFiles(net), "the address is free")
-	ops, _, err := journal.Read(afero.NewOsFs(), w.cacheDir, time.Time{})
+	ops, _, err := events.Read(afero.NewOsFs(), w.cacheDir, time.Time{})
 	require.NoError(t, err)
 	last := ops[len(ops)-1]
 	require.Equal(t, "DEL", last.Verb)
 	require.NotNil(t, last.NoRecordRelease)
-	assert.Equal(t, journal.ReleaseReleased, last.NoRecordRelease.Outcome)
+	assert.Equal(t, events.ReleaseReleased, last.NoRecordRelease.Outcome)
 	assert.True(t, last.NoRecordRelease.WithNetNS)
 }

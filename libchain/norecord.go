@@ -6,16 +6,16 @@ import (
 	"fmt"
 
 	"github.com/catena-cni/catena/cache"
-	"github.com/catena-cni/catena/libchain/journal"
+	"github.com/catena-cni/catena/libchain/events"
 )
 
 // What a DEL with no record did, in OpRelease.Outcome (package journal).
 const (
-	ReleaseTombstone = journal.ReleaseTombstone
-	ReleaseKept      = journal.ReleaseKept
-	ReleaseReleased  = journal.ReleaseReleased
-	ReleasePartial   = journal.ReleasePartial
-	ReleaseFailed    = journal.ReleaseFailed
+	ReleaseTombstone = events.ReleaseTombstone
+	ReleaseKept      = events.ReleaseKept
+	ReleaseReleased  = events.ReleaseReleased
+	ReleasePartial   = events.ReleasePartial
+	ReleaseFailed    = events.ReleaseFailed
 )
 
 // delNoRecord is a DEL that finds no record of its attachment. In order:

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/catena-cni/catena/cache"
-	"github.com/catena-cni/catena/libchain/journal"
+	"github.com/catena-cni/catena/libchain/events"
 )
 
 // DefaultSlowThreshold is when an operation is logged as slow, unless the
@@ -18,14 +18,14 @@ const DefaultSlowThreshold = 10 * time.Second
 
 // Op, OpCall and OpPod are the event journal's (package journal): the
 // engine fills one Op per operation, logs it as one line and hands it to
-// Engine.OnOp (journal.OnOp appends it to the journal) when set.
+// Engine.OnOp (events.OnOp appends it to the journal) when set.
 type (
-	Op     = journal.Op
-	OpCall = journal.OpCall
-	OpPod  = journal.OpPod
+	Op     = events.Op
+	OpCall = events.OpCall
+	OpPod  = events.OpPod
 	// OpRelease and OpFailure: what a DEL with no record released.
-	OpRelease = journal.OpRelease
-	OpFailure = journal.OpFailure
+	OpRelease = events.OpRelease
+	OpFailure = events.OpFailure
 )
 
 // CNIArgs yields the key=value pairs of CNI_ARGS in order, skipping any

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/catena-cni/catena/libchain/journal"
+	"github.com/catena-cni/catena/libchain/events"
 )
 
 func TestOperationSummary(t *testing.T) {
@@ -120,10 +120,10 @@ func TestJournalHalvesBoundTexts(t *testing.T) {
 	for i := range 2 {
 		op.Calls = append(op.Calls, OpCall{Index: i, Type: "bridge", Verb: "DEL", Error: text})
 	}
-	require.Greater(t, 3*6*MaxText, journal.MaxLine, "too long as it is")
-	require.Less(t, 3*6*MaxText/2+1024, journal.MaxLine, "short enough once halved")
-	require.NoError(t, (&journal.Writer{CacheDir: dir}).Append(op))
-	ops, skipped, err := journal.Read(afero.NewOsFs(), dir, time.Time{})
+	require.Greater(t, 3*6*MaxText, events.MaxLine, "too long as it is")
+	require.Less(t, 3*6*MaxText/2+1024, events.MaxLine, "short enough once halved")
+	require.NoError(t, (&events.Writer{CacheDir: dir}).Append(op))
+	ops, skipped, err := events.Read(afero.NewOsFs(), dir, time.Time{})
 	require.NoError(t, err)
 	require.Zero(t, skipped.Lines)
 	require.Len(t, ops, 1)

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/client-go/rest"
 
-	"github.com/catena-cni/catena/libchain/journal"
+	"github.com/catena-cni/catena/libchain/events"
 	"github.com/catena-cni/catena/node/nodeconf"
 	"github.com/catena-cni/catena/node/reconcile"
 )
@@ -45,7 +45,7 @@ func TestJournalReadersCountOnOneSeries(t *testing.T) {
 		require.NoError(t, <-done)
 	})
 
-	path := journal.Path(cacheDir)
+	path := events.Path(cacheDir)
 	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o700))
 	require.NoError(t, os.WriteFile(path, []byte("junk\n"), 0o600))
 	obs.handler.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/metrics", nil))

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/catena-cni/catena/cache"
-	"github.com/catena-cni/catena/libchain/journal"
+	"github.com/catena-cni/catena/libchain/events"
 )
 
 func TestGC(t *testing.T) {
@@ -175,7 +175,7 @@ func TestGCJournals(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "valid.json")
 	require.NoError(t, os.WriteFile(p, []byte(`[]`), 0o600))
 	journal := func() []string {
-		ops, skipped, err := journal.Read(afero.NewOsFs(), f.cacheDir, time.Time{})
+		ops, skipped, err := events.Read(afero.NewOsFs(), f.cacheDir, time.Time{})
 		require.NoError(t, err)
 		require.Zero(t, skipped.Lines)
 		var out []string

@@ -16,8 +16,8 @@ import (
 	"github.com/catena-cni/catena/cache"
 	"github.com/catena-cni/catena/cmd/internal/cli"
 	"github.com/catena-cni/catena/libchain"
+	"github.com/catena-cni/catena/libchain/events"
 	"github.com/catena-cni/catena/libchain/invoke"
-	"github.com/catena-cni/catena/libchain/journal"
 	"github.com/catena-cni/catena/node/reconcile"
 )
 
@@ -172,7 +172,7 @@ func (a *app) engine() (*libchain.Engine, libchain.Request, func() error, error)
 		Exec:     exec,
 		Versions: libchain.NewCachedProber(exec, afero.NewOsFs(), conf.CacheDir, log),
 		Log:      log,
-		OnOp:     journal.OnOp(conf.CacheDir, log),
+		OnOp:     events.OnOp(conf.CacheDir, log),
 		Procs:    libchain.ProcScanner{},
 	}
 	req := libchain.Request{Conf: conf, Args: libchain.RuntimeArgs{Path: a.resolveCNIPath()}}

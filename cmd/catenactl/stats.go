@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/catena-cni/catena/cmd/internal/cli"
-	"github.com/catena-cni/catena/libchain/journal"
+	"github.com/catena-cni/catena/libchain/events"
 )
 
 const defaultWindow = time.Hour
@@ -76,7 +76,7 @@ func (a *app) loadStats(window time.Duration) (*stats, error) {
 		return nil, err
 	}
 	now := a.now()
-	ops, skipped, err := journal.Read(afero.NewOsFs(), cacheDir, now.Add(-window))
+	ops, skipped, err := events.Read(afero.NewOsFs(), cacheDir, now.Add(-window))
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +86,7 @@ func (a *app) loadStats(window time.Duration) (*stats, error) {
 }
 
 // summarise aggregates ops by verb and by (delegate, verb).
-func summarise(ops []journal.Op, since, until time.Time) *stats {
+func summarise(ops []events.Op, since, until time.Time) *stats {
 	byVerb := map[string]*opStats{}
 	type callKey struct {
 		index     int

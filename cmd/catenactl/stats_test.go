@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/catena-cni/catena/internal/clitest"
-	"github.com/catena-cni/catena/libchain/journal"
+	"github.com/catena-cni/catena/libchain/events"
 )
 
 const ms = time.Millisecond
@@ -22,16 +22,16 @@ const ms = time.Millisecond
 // torn last line.
 func writeEvents(t *testing.T, f *fixture) {
 	t.Helper()
-	j := &journal.Writer{CacheDir: f.cacheDir}
+	j := &events.Writer{CacheDir: f.cacheDir}
 	at := func(ago time.Duration) time.Time { return f.now.Add(-ago) }
-	add := func(ago, bridge time.Duration, fail bool) journal.Op {
-		op := journal.Op{Verb: "ADD", Attachment: "podnet/c/eth0", Start: at(ago), Duration: bridge + 5*ms, Outcome: "ok",
-			Calls: []journal.OpCall{{Index: 0, Type: "bridge", Verb: "ADD", Duration: bridge}}}
+	add := func(ago, bridge time.Duration, fail bool) events.Op {
+		op := events.Op{Verb: "ADD", Attachment: "podnet/c/eth0", Start: at(ago), Duration: bridge + 5*ms, Outcome: "ok",
+			Calls: []events.OpCall{{Index: 0, Type: "bridge", Verb: "ADD", Duration: bridge}}}
 		if fail {
 			op.Outcome, op.Error, op.Rollback = "error", "delegate 1 (portmap) ADD failed: boom", true
 			op.Calls = append(op.Calls,
-				journal.OpCall{Index: 1, Type: "portmap", Verb: "ADD", Duration: 2 * ms, Error: "boom"},
-				journal.OpCall{Index: 0, Type: "bridge", Verb: "DEL", Duration: 3 * ms})
+				events.OpCall{Index: 1, Type: "portmap", Verb: "ADD", Duration: 2 * ms, Error: "boom"},
+				events.OpCall{Index: 0, Type: "bridge", Verb: "DEL", Duration: 3 * ms})
 		}
 		return op
 	}
@@ -40,15 +40,15 @@ func writeEvents(t *testing.T, f *fixture) {
 	old, err := json.Marshal(add(2*time.Hour, time.Second, false))
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(rotated, append(old, '\n'), 0o600))
-	for _, op := range []journal.Op{
+	for _, op := range []events.Op{
 		add(50*time.Minute, 10*ms, false), add(40*time.Minute, 20*ms, false),
 		add(30*time.Minute, 30*ms, true), add(20*time.Minute, 40*ms, false),
 		{Verb: "DEL", Attachment: "podnet/c/eth0", Start: at(10 * time.Minute), Duration: 8 * ms, LockWait: 5 * ms, Outcome: "ok",
-			Calls: []journal.OpCall{{Index: 0, Type: "bridge", Verb: "DEL", Duration: 1 * ms}}},
+			Calls: []events.OpCall{{Index: 0, Type: "bridge", Verb: "DEL", Duration: 1 * ms}}},
 	} {
 		require.NoError(t, j.Append(op))
 	}
-	fd, err := os.OpenFile(journal.Path(f.cacheDir), os.O_APPEND|os.O_WRONLY, 0)
+	fd, err := os.OpenFile(events.Path(f.cacheDir), os.O_APPEND|os.O_WRONLY, 0)
 	require.NoError(t, err)
 	_, err = fd.WriteString(`{"verb":"ADD","start":"`)
 	require.NoError(t, err)
@@ -145,10 +145,10 @@ func TestStatsSurvivesJunkLines(t *testing.T) {
 	for i := range huge {
 		huge[i] = 'x'
 	}
-	good, err := json.Marshal(journal.Op{Verb: "DEL", Attachment: "podnet/c/eth0", Start: f.now.Add(-time.Minute),
-		Duration: 2 * ms, Outcome: "ok", Calls: []journal.OpCall{{Index: 0, Type: "bridge\x1b[2J", Verb: "DEL", Duration: ms}}})
+	good, err := json.Marshal(events.Op{Verb: "DEL", Attachment: "podnet/c/eth0", Start: f.now.Add(-time.Minute),
+		Duration: 2 * ms, Outcome: "ok", Calls: []events.OpCall{{Index: 0, Type: "bridge\x1b[2J", Verb: "DEL", Duration: ms}}})
 	require.NoError(t, err)
-	fd, err := os.OpenFile(journal.Path(f.cacheDir), os.O_APPEND|os.O_WRONLY, 0)
+	fd, err := os.OpenFile(events.Path(f.cacheDir), os.O_APPEND|os.O_WRONLY, 0)
 	require.NoError(t, err)
 	for _, line := range [][]byte{
 		{'\n'},                              // ends the torn line: unreadable

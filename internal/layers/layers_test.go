@@ -322,8 +322,8 @@ func TestCheckFindsEveryBrokenRule(t *testing.T) {
 			"plugins/testing/noop":   {deps: []string{"github.com/containernetworking/cni/pkg/skel"}},
 			"internal/retriertest":   {imports: []string{m + "/libchain", m + "/integration/schema1"}},
 			"integration/schema1":    {},
-			"libchain/libcnientry":   {imports: []string{m + "/libchain/journal"}},
-			"libchain/journal":       {imports: []string{m + "/cache"}},
+			"libchain/libcnientry":   {imports: []string{m + "/libchain/events"}},
+			"libchain/events":       {imports: []string{m + "/cache"}},
 			"node/reconcile/fakecri": {},
 		},
 	}, {
@@ -336,8 +336,8 @@ func TestCheckFindsEveryBrokenRule(t *testing.T) {
 		want: []string{`cache/faultfs imports node/metrics: layer "record store" (0) imports from the higher layer "node" (2)`},
 	}, {
 		name: "a new engine package imports node",
-		pkgs: map[string]edge{"libchain/journal": {imports: []string{m + "/node/metrics"}}},
-		want: []string{`libchain/journal imports node/metrics: layer "engine" (1) imports from the higher layer "node" (2)`},
+		pkgs: map[string]edge{"libchain/events": {imports: []string{m + "/node/metrics"}}},
+		want: []string{`libchain/events imports node/metrics: layer "engine" (1) imports from the higher layer "node" (2)`},
 	}, {
 		name: "node imports a command",
 		pkgs: map[string]edge{"node/adopt": {imports: []string{m + "/cmd/internal/cli"}}},

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/catena-cni/catena/libchain/journal"
+	"github.com/catena-cni/catena/libchain/events"
 )
 
 // Event reasons, as they appear in `kubectl get events`.
@@ -50,7 +50,7 @@ var teardownVerbs = map[string]bool{"DEL": true, "RETRY": true, "REPAIR": true, 
 // held is one attachment whose teardown stopped at a failed DEL.
 type held struct {
 	since time.Time
-	pod   *journal.OpPod
+	pod   *events.OpPod
 }
 
 // Mapper maps operations to facts. It remembers which attachments hold
@@ -66,7 +66,7 @@ func NewMapper() *Mapper { return &Mapper{held: map[string]held{}} }
 
 // Map returns the facts of one operation: none for an operation of no pod
 // or of no interest.
-func (m *Mapper) Map(op journal.Op) []Fact {
+func (m *Mapper) Map(op events.Op) []Fact {
 	var facts []Fact
 	failedDel := failedCalls(op, "DEL")
 	switch {
@@ -148,13 +148,13 @@ func (m *Mapper) NodeHeld(node string, threshold int) (Fact, bool) {
 			oldest, since.UTC().Format(time.RFC3339))}, true
 }
 
-func (m *Mapper) hold(op journal.Op) {
+func (m *Mapper) hold(op events.Op) {
 	if _, ok := m.held[op.Attachment]; !ok && op.Attachment != "" {
 		m.held[op.Attachment] = held{since: op.Start, pod: op.Pod}
 	}
 }
 
-func (m *Mapper) podFact(op journal.Op, typ, reason, msg string) Fact {
+func (m *Mapper) podFact(op events.Op, typ, reason, msg string) Fact {
 	var o Object
 	if op.Pod != nil {
 		o = Object{Kind: "Pod", Namespace: op.Pod.Namespace, Name: op.Pod.Name, UID: op.Pod.UID}
@@ -162,8 +162,8 @@ func (m *Mapper) podFact(op journal.Op, typ, reason, msg string) Fact {
 	return Fact{Object: o, Type: typ, Reason: reason, Message: msg}
 }
 
-func failedCalls(op journal.Op, verb string) []journal.OpCall {
-	var out []journal.OpCall
+func failedCalls(op events.Op, verb string) []events.OpCall {
+	var out []events.OpCall
 	for _, c := range op.Calls {
 		if c.Verb == verb && c.Error != "" {
 			out = append(out, c)
@@ -174,12 +174,12 @@ func failedCalls(op journal.Op, verb string) []journal.OpCall {
 
 // requiredFailures are the failed DELs of delegates whose ADD succeeded
 // in op.
-func requiredFailures(op journal.Op, failed []journal.OpCall) []journal.OpCall {
+func requiredFailures(op events.Op, failed []events.OpCall) []events.OpCall {
 	added := map[int]bool{}
 	for _, c := range okCalls(op, "ADD") {
 		added[c.Index] = true
 	}
-	var out []journal.OpCall
+	var out []events.OpCall
 	for _, c := range failed {
 		if added[c.Index] {
 			out = append(out, c)
@@ -188,8 +188,8 @@ func requiredFailures(op journal.Op, failed []journal.OpCall) []journal.OpCall {
 	return out
 }
 
-func okCalls(op journal.Op, verb string) []journal.OpCall {
-	var out []journal.OpCall
+func okCalls(op events.Op, verb string) []events.OpCall {
+	var out []events.OpCall
 	for _, c := range op.Calls {
 		if c.Verb == verb && c.Error == "" {
 			out = append(out, c)
@@ -198,9 +198,9 @@ func okCalls(op journal.Op, verb string) []journal.OpCall {
 	return out
 }
 
-func delegate(c journal.OpCall) string { return fmt.Sprintf("delegate %d (%s)", c.Index, c.Type) }
+func delegate(c events.OpCall) string { return fmt.Sprintf("delegate %d (%s)", c.Index, c.Type) }
 
-func delegates(cs []journal.OpCall) string {
+func delegates(cs []events.OpCall) string {
 	names := make([]string, len(cs))
 	for i, c := range cs {
 		names[i] = delegate(c)

@@ -20,7 +20,7 @@ import (
 
 	"github.com/catena-cni/catena/cache"
 	"github.com/catena-cni/catena/libchain"
-	"github.com/catena-cni/catena/libchain/journal"
+	"github.com/catena-cni/catena/libchain/events"
 )
 
 // scriptedExec is a libchain.Executor whose delegates answer from a table:
@@ -56,11 +56,11 @@ func TestWatcherSeesAFailedADDWithLongErrors(t *testing.T) {
 	conf, err := libchain.ParseConfig([]byte(`{"cniVersion":"1.1.0","name":"n","type":"catena","cacheDir":` +
 		`"` + dir + `","delegates":[{"type":"bridge"},{"type":"seed"}]}`))
 	require.NoError(t, err)
-	j := &journal.Writer{CacheDir: dir}
+	j := &events.Writer{CacheDir: dir}
 	eng := &libchain.Engine{
 		Store: cache.NewDiskStore(afero.NewOsFs(), dir, cache.NewFlockLocker(filepath.Join(dir, cache.LocksDir))),
 		Exec:  &scriptedExec{fail: map[string]string{"ADD seed": long, "DEL seed": long, "DEL bridge": long}},
-		OnOp:  func(op journal.Op) { require.NoError(t, j.Append(op)) },
+		OnOp:  func(op events.Op) { require.NoError(t, j.Append(op)) },
 	}
 	rec := &recorded{}
 	w := &Watcher{CacheDir: dir, Node: "node1", HeldThreshold: 1, Emitter: rec}
@@ -69,7 +69,7 @@ func TestWatcherSeesAFailedADDWithLongErrors(t *testing.T) {
 	_, err = eng.Add(context.Background(), libchain.Request{Conf: conf, Args: libchain.RuntimeArgs{ContainerID: "c1",
 		IfName: "eth0", NetNS: "/var/run/netns/c1", Args: "K8S_POD_NAMESPACE=ns;K8S_POD_NAME=web;K8S_POD_UID=u1"}})
 	require.Error(t, err)
-	raw, err := os.ReadFile(journal.Path(dir))
+	raw, err := os.ReadFile(events.Path(dir))
 	require.NoError(t, err)
 	require.NoError(t, w.Poll(t0))
 	t.Logf("the ADD's journal line: %d bytes", len(raw))
@@ -88,7 +88,7 @@ func TestWatcherSeesAFailedADDWithLongErrors(t *testing.T) {
 // still make their events.
 func TestWatcherCountsUnreadableLines(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "catena")
-	j := &journal.Writer{CacheDir: dir}
+	j := &events.Writer{CacheDir: dir}
 	unreadable := prometheus.NewCounter(prometheus.CounterOpts{Name: "unreadable"})
 	rec := &recorded{}
 	var logs bytes.Buffer
@@ -96,10 +96,10 @@ func TestWatcherCountsUnreadableLines(t *testing.T) {
 	require.NoError(t, w.Start())
 
 	require.NoError(t, j.Append(heldDel("n/a/eth0")))
-	f, err := os.OpenFile(journal.Path(dir), os.O_WRONLY|os.O_APPEND, 0)
+	f, err := os.OpenFile(events.Path(dir), os.O_WRONLY|os.O_APPEND, 0)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = f.Close() })
-	_, err = f.WriteString(`{"verb":"DEL","error":"` + strings.Repeat("x", journal.MaxLine) + "\"}\n{\"verb\n")
+	_, err = f.WriteString(`{"verb":"DEL","error":"` + strings.Repeat("x", events.MaxLine) + "\"}\n{\"verb\n")
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
 	require.NoError(t, j.Append(heldDel("n/b/eth0")))
@@ -113,7 +113,7 @@ func TestWatcherCountsUnreadableLines(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(lines[0]), &warning))
 	assert.Equal(t, "events", warning["reader"])
 	assert.Equal(t, 2.0, warning["lines"])
-	assert.Equal(t, journal.Path(dir), warning["first"])
+	assert.Equal(t, events.Path(dir), warning["first"])
 	assert.Contains(t, warning["why"], "longer than 65536 bytes")
 
 	require.NoError(t, w.Poll(t0))

@@ -26,7 +26,7 @@ func newTestSink(t *testing.T, cs *fake.Clientset) (*Sink, *prometheus.Registry)
 	return s, reg
 }
 
-func events(t *testing.T, cs *fake.Clientset, ns string) []corev1.Event {
+func kubeEvents(t *testing.T, cs *fake.Clientset, ns string) []corev1.Event {
 	t.Helper()
 	l, err := cs.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err)
@@ -38,15 +38,15 @@ func TestSinkRecordsOnPodAndNode(t *testing.T) {
 	s, _ := newTestSink(t, cs)
 	s.Emit(Fact{ref, Warning, ReasonRolledBack, "ADD failed"})
 	s.Emit(Fact{Object{Kind: "Node", Name: "node1"}, Warning, ReasonTeardownsHeld, "3 held"})
-	require.Eventually(t, func() bool { return len(events(t, cs, "ns")) == 1 && len(events(t, cs, "default")) == 1 },
+	require.Eventually(t, func() bool { return len(kubeEvents(t, cs, "ns")) == 1 && len(kubeEvents(t, cs, "default")) == 1 },
 		5*time.Second, 10*time.Millisecond)
-	e := events(t, cs, "ns")[0]
+	e := kubeEvents(t, cs, "ns")[0]
 	assert.Equal(t, corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: "ns", Name: "web", UID: "u1"}, e.InvolvedObject)
 	assert.Equal(t, ReasonRolledBack, e.Reason)
 	assert.Equal(t, corev1.EventTypeWarning, e.Type)
 	assert.Equal(t, "ADD failed", e.Message)
 	assert.Equal(t, corev1.EventSource{Component: Component, Host: "node1"}, e.Source)
-	n := events(t, cs, "default")[0]
+	n := kubeEvents(t, cs, "default")[0]
 	assert.Equal(t, "Node", n.InvolvedObject.Kind)
 	assert.Equal(t, "node1", string(n.InvolvedObject.UID))
 }
@@ -58,7 +58,7 @@ func TestSinkAggregatesRepeats(t *testing.T) {
 		s.Emit(Fact{ref, Warning, ReasonTeardownHeld, "held"})
 	}
 	require.Eventually(t, func() bool {
-		ev := events(t, cs, "ns")
+		ev := kubeEvents(t, cs, "ns")
 		return len(ev) == 1 && ev[0].Count == 3
 	}, 5*time.Second, 10*time.Millisecond, "one event, counted three times")
 }
@@ -79,5 +79,5 @@ func TestSinkCountsFailedWrites(t *testing.T) {
 	assert.Equal(t, float64(triesPerEvent), testutil.ToFloat64(s.errors), "and no more tries: client-go's limit is triesPerEvent")
 	assert.Equal(t, 1.0, testutil.ToFloat64(s.dropped))
 	assert.Equal(t, 1.0, testutil.ToFloat64(s.sent.WithLabelValues(ReasonReclaimed)))
-	assert.Empty(t, events(t, cs, "ns"))
+	assert.Empty(t, kubeEvents(t, cs, "ns"))
 }

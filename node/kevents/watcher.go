@@ -8,7 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/catena-cni/catena/libchain/journal"
+	"github.com/catena-cni/catena/libchain/events"
 	"github.com/catena-cni/catena/node/metrics"
 	"github.com/catena-cni/catena/node/nodeconf"
 )
@@ -41,21 +41,21 @@ type Watcher struct {
 	Emitter       Emitter
 	Log           *slog.Logger
 	// Unreadable, when set, counts the journal lines the watcher skipped
-	// because they are not an operation (journal.Tail): no event
+	// because they are not an operation (events.Tail): no event
 	// was made of them. They are logged on Log.
 	Unreadable prometheus.Counter
 
 	mapper   *Mapper
-	tail     *journal.Tail
-	ops      []journal.Op
+	tail     *events.Tail
+	ops      []events.Op
 	lastHeld time.Time
 }
 
 // Start skips what the journal holds now; Run calls it if it was not.
 func (w *Watcher) Start() error {
 	w.mapper = NewMapper()
-	w.tail = &journal.Tail{CacheDir: w.CacheDir,
-		Handle: func(op journal.Op) { w.ops = append(w.ops, op) }, Unreadable: w.Unreadable}
+	w.tail = &events.Tail{CacheDir: w.CacheDir,
+		Handle: func(op events.Op) { w.ops = append(w.ops, op) }, Unreadable: w.Unreadable}
 	if w.Log != nil {
 		w.tail.Log = w.Log.With("reader", metrics.ReaderEvents)
 	}

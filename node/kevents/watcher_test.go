@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/catena-cni/catena/libchain/journal"
+	"github.com/catena-cni/catena/libchain/events"
 	"github.com/catena-cni/catena/node/nodeconf"
 )
 
@@ -24,14 +24,14 @@ func (r *recorded) reasons() []string {
 	return out
 }
 
-func heldDel(c string) journal.Op {
-	return journal.Op{Verb: "DEL", Attachment: c, Start: t0, Outcome: "error", Pod: pod,
-		Calls: []journal.OpCall{call(0, "bridge", "DEL", "busy")}}
+func heldDel(c string) events.Op {
+	return events.Op{Verb: "DEL", Attachment: c, Start: t0, Outcome: "error", Pod: pod,
+		Calls: []events.OpCall{call(0, "bridge", "DEL", "busy")}}
 }
 
 func TestWatcherStartsAtTheEndAndFollows(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "catena")
-	j := &journal.Writer{CacheDir: dir}
+	j := &events.Writer{CacheDir: dir}
 	require.NoError(t, j.Append(heldDel("n/old/eth0")), "history before the agent started")
 	rec := &recorded{}
 	w := &Watcher{CacheDir: dir, Node: "node1", HeldThreshold: 2, Emitter: rec}
@@ -51,8 +51,8 @@ func TestWatcherStartsAtTheEndAndFollows(t *testing.T) {
 	require.NoError(t, w.Poll(t0.Add(nodeHeldRepeat)))
 	assert.Len(t, rec.facts, 4, "and is repeated after it")
 
-	require.NoError(t, j.Append(journal.Op{Verb: "RETRY", Attachment: "n/a/eth0", Start: t0, Outcome: "ok",
-		Calls: []journal.OpCall{call(0, "bridge", "DEL", "")}}))
+	require.NoError(t, j.Append(events.Op{Verb: "RETRY", Attachment: "n/a/eth0", Start: t0, Outcome: "ok",
+		Calls: []events.OpCall{call(0, "bridge", "DEL", "")}}))
 	require.NoError(t, w.Poll(t0.Add(nodeHeldRepeat+time.Minute)))
 	assert.Equal(t, ReasonTeardownReleased, rec.facts[4].Reason)
 	assert.Equal(t, ref, rec.facts[4].Object, "the pod of the held DEL")

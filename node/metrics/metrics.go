@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/catena-cni/catena/libchain/journal"
+	"github.com/catena-cni/catena/libchain/events"
 	"github.com/catena-cni/catena/node/nodeconf"
 	"github.com/catena-cni/catena/node/reconcile"
 )
@@ -78,7 +78,7 @@ func New() *Metrics {
 		"Teardowns run without CNI_NETNS because another namespace than the ADD's stood at the attachment's netns path (a reused path): the delegates freed IPs and rules and left that namespace alone.")
 	m.noRecordDels = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "catena_norecord_dels_total",
 		Help: "DELs that found no record and were handed a result, or found a tombstone, by outcome: tombstone (already torn down: nothing invoked), kept (something else may hold what the result names: nothing invoked), released, partial or failed (the delegates' DELs)."}, []string{"outcome"})
-	for _, o := range journal.ReleaseOutcomes {
+	for _, o := range events.ReleaseOutcomes {
 		m.noRecordDels.WithLabelValues(o)
 	}
 	m.records = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "catena_records",
@@ -127,14 +127,14 @@ func (m *Metrics) JournalSkipped(reader string) prometheus.Counter {
 }
 
 // ObserveOp counts one operation of the event journal.
-func (m *Metrics) ObserveOp(op journal.Op) {
+func (m *Metrics) ObserveOp(op events.Op) {
 	verb, outcome := label(op.Verb), label(op.Outcome)
 	m.ops.WithLabelValues(verb, outcome).Inc()
 	m.opDuration.WithLabelValues(verb, outcome).Observe(op.Duration.Seconds())
 	m.netnsReplaced.Add(float64(len(op.NetNSReplaced)))
 	if r := op.NoRecordRelease; r != nil {
 		o := r.Outcome
-		if !slices.Contains(journal.ReleaseOutcomes, o) {
+		if !slices.Contains(events.ReleaseOutcomes, o) {
 			o = "other"
 		}
 		m.noRecordDels.WithLabelValues(o).Inc()

@@ -15,14 +15,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/catena-cni/catena/cache"
-	"github.com/catena-cni/catena/libchain/journal"
+	"github.com/catena-cni/catena/libchain/events"
 	"github.com/catena-cni/catena/node/nodeconf"
 	"github.com/catena-cni/catena/node/reconcile"
 )
 
 func opLine(t *testing.T, verb, outcome string, d time.Duration) string {
 	t.Helper()
-	b, err := json.Marshal(journal.Op{Verb: verb, Outcome: outcome, Duration: d, Start: time.Now()})
+	b, err := json.Marshal(events.Op{Verb: verb, Outcome: outcome, Duration: d, Start: time.Now()})
 	require.NoError(t, err)
 	return string(b) + "\n"
 }
@@ -41,7 +41,7 @@ func appendTo(t *testing.T, path, s string) {
 // (skipped and counted, in bounded memory).
 func TestJournalTail(t *testing.T) {
 	dir := t.TempDir()
-	path := journal.Path(dir)
+	path := events.Path(dir)
 	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o700))
 	m := New()
 	tail := NewJournalTail(dir, m)
@@ -90,7 +90,7 @@ func TestObservePassAndLint(t *testing.T) {
 		Counts: []reconcile.RecordCount{{Network: "podnet", Phase: string(cache.PhaseComplete), Count: 7}, {Network: "podnet", Phase: "unreadable", Count: 1}}})
 	m.ObservePass(&reconcile.Report{Start: time.Now(), Kept: 5, EmptyList: true, Counts: []reconcile.RecordCount{{Network: "podnet", Phase: string(cache.PhaseComplete), Count: 6}}})
 	m.ObserveAdoption(3, 1, 0)
-	m.ObserveOp(journal.Op{Verb: "ADD", Outcome: "ok", Duration: time.Millisecond})
+	m.ObserveOp(events.Op{Verb: "ADD", Outcome: "ok", Duration: time.Millisecond})
 	assert.Equal(t, 2.0, testutil.ToFloat64(m.passes))
 	assert.Equal(t, 1.0, testutil.ToFloat64(m.passErrors))
 	assert.Equal(t, 3.0, testutil.ToFloat64(m.candidates))
@@ -229,9 +229,9 @@ func gather(t *testing.T, m *Metrics, name, label string) float64 {
 // CNI_NETNS, because another namespace stood at its path, is counted.
 func TestNetNSReplacedCounted(t *testing.T) {
 	m := New()
-	m.ObserveOp(journal.Op{Verb: "DEL", Outcome: "ok", NetNSReplaced: []string{"podnet/a/eth0"}})
-	m.ObserveOp(journal.Op{Verb: "GC", Outcome: "ok", NetNSReplaced: []string{"podnet/b/eth0", "podnet/c/eth0"}})
-	m.ObserveOp(journal.Op{Verb: "DEL", Outcome: "ok"})
+	m.ObserveOp(events.Op{Verb: "DEL", Outcome: "ok", NetNSReplaced: []string{"podnet/a/eth0"}})
+	m.ObserveOp(events.Op{Verb: "GC", Outcome: "ok", NetNSReplaced: []string{"podnet/b/eth0", "podnet/c/eth0"}})
+	m.ObserveOp(events.Op{Verb: "DEL", Outcome: "ok"})
 	assert.Equal(t, 3.0, testutil.ToFloat64(m.netnsReplaced))
 }
 
@@ -241,9 +241,9 @@ func TestNetNSReplacedCounted(t *testing.T) {
 func TestNoRecordDelsCounted(t *testing.T) {
 	m := New()
 	for _, o := range []string{"tombstone", "kept", "kept", "released", "partial", "failed", "<junk>"} {
-		m.ObserveOp(journal.Op{Verb: "DEL", Outcome: "ok", NoRecordRelease: &journal.OpRelease{Outcome: o}})
+		m.ObserveOp(events.Op{Verb: "DEL", Outcome: "ok", NoRecordRelease: &events.OpRelease{Outcome: o}})
 	}
-	m.ObserveOp(journal.Op{Verb: "DEL", Outcome: "ok"})
+	m.ObserveOp(events.Op{Verb: "DEL", Outcome: "ok"})
 	want := map[string]float64{"tombstone": 1, "kept": 2, "released": 1, "partial": 1, "failed": 1, "other": 1}
 	for o, n := range want {
 		assert.Equal(t, n, testutil.ToFloat64(m.noRecordDels.WithLabelValues(o)), o)

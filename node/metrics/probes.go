@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
 
-	"github.com/catena-cni/catena/libchain/journal"
+	"github.com/catena-cni/catena/libchain/events"
 )
 
 // ReadinessGauge exports the agent's readiness (what /readyz answers) as
@@ -35,7 +35,7 @@ func (m *Metrics) ReadinessGauge(ready func() error) error {
 // a read-only mount, a full filesystem). A dir not made yet is judged by
 // its nearest existing parent, where the plugin would make it.
 func (m *Metrics) WritableGauges(cacheDir string) error {
-	dirs := map[string]string{"cache": cacheDir, "journal": filepath.Dir(journal.Path(cacheDir))}
+	dirs := map[string]string{"cache": cacheDir, "journal": filepath.Dir(events.Path(cacheDir))}
 	var errs []error
 	for label, path := range dirs {
 		g := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "catena_dir_writable",

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/catena-cni/catena/cache"
-	"github.com/catena-cni/catena/libchain/journal"
+	"github.com/catena-cni/catena/libchain/events"
 	"github.com/catena-cni/catena/node/nodeconf"
 	"github.com/catena-cni/catena/node/reconcile"
 )
@@ -42,7 +42,7 @@ var catenaSeries = regexp.MustCompile(`\bcatena_[a-z_]+`)
 func exportedNames(t *testing.T) []string {
 	m := New()
 	NewJournalTail(t.TempDir(), m)
-	m.ObserveOp(journal.Op{Verb: "ADD", Outcome: "ok", Duration: time.Millisecond})
+	m.ObserveOp(events.Op{Verb: "ADD", Outcome: "ok", Duration: time.Millisecond})
 	m.ObservePass(&reconcile.Report{Start: time.Now(), Reclaimed: 1, Kept: 1, RuntimeError: "x", Retried: 1, RetryFailed: 1,
 		Abandoned: 1, Held: 1, OldestHeld: time.Second,
 		Counts: []reconcile.RecordCount{{Network: "podnet", Phase: string(cache.PhaseComplete), Count: 1}}})

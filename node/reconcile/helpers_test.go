@@ -18,7 +18,7 @@ import (
 
 	"github.com/catena-cni/catena/cache"
 	"github.com/catena-cni/catena/libchain"
-	"github.com/catena-cni/catena/libchain/journal"
+	"github.com/catena-cni/catena/libchain/events"
 )
 
 // fakeLister answers ListPodSandbox from a set, or fails; hook, if set, runs
@@ -120,7 +120,7 @@ type world struct {
 	exec  *fakeExec
 	rt    *fakeLister
 	eng   *libchain.Engine
-	ops   []journal.Op
+	ops   []events.Op
 	clock time.Time
 	bo    *MemBackoff
 	opts  Options
@@ -211,7 +211,7 @@ func newWorld(t testing.TB) *world {
 		StatNetNS: func(string) (cache.NetNSIdentity, error) {
 			return cache.NetNSIdentity{}, errors.New("no netns in unit tests")
 		},
-		OnOp: func(op journal.Op) { w.ops = append(w.ops, op) }}
+		OnOp: func(op events.Op) { w.ops = append(w.ops, op) }}
 	w.opts = Options{Grace: testGrace, CNIPath: "/opt/cni/bin"}
 	return w
 }

@@ -10,8 +10,8 @@ import (
 
 	"github.com/catena-cni/catena/cache"
 	"github.com/catena-cni/catena/libchain"
+	"github.com/catena-cni/catena/libchain/events"
 	"github.com/catena-cni/catena/libchain/invoke"
-	"github.com/catena-cni/catena/libchain/journal"
 )
 
 // NodeConfig is what catena-agent run and catenactl reconcile pass to
@@ -55,7 +55,7 @@ func NewNode(c NodeConfig) (*Reconciler, *CRILister, error) {
 		Exec:     exec,
 		Versions: libchain.NewCachedProber(exec, afero.NewOsFs(), c.CacheDir, log),
 		Log:      log,
-		OnOp:     journal.OnOp(c.CacheDir, log),
+		OnOp:     events.OnOp(c.CacheDir, log),
 	}
 	bo := c.Backoff
 	if bo == nil {

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/catena-cni/catena/libchain/journal"
+	"github.com/catena-cni/catena/libchain/events"
 )
 
 // TestJournalSaysWhatTheProcessCost: each operation of a catena process
@@ -21,7 +21,7 @@ func TestJournalSaysWhatTheProcessCost(t *testing.T) {
 	require.NoError(t, w.run(t, "ADD", cacheDir, chain).err)
 	require.NoError(t, w.run(t, "DEL", cacheDir, chain).err)
 
-	ops, _, err := journal.Read(afero.NewOsFs(), cacheDir, time.Time{})
+	ops, _, err := events.Read(afero.NewOsFs(), cacheDir, time.Time{})
 	require.NoError(t, err)
 	require.Len(t, ops, 2)
 	for _, op := range ops {

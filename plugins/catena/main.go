@@ -12,8 +12,8 @@ import (
 
 	"github.com/catena-cni/catena/cache"
 	"github.com/catena-cni/catena/libchain"
+	"github.com/catena-cni/catena/libchain/events"
 	"github.com/catena-cni/catena/libchain/invoke"
-	"github.com/catena-cni/catena/libchain/journal"
 	"github.com/catena-cni/catena/libchain/libcnientry"
 	"github.com/catena-cni/catena/libchain/release"
 )
@@ -73,7 +73,7 @@ func run(a *skel.CmdArgs, verb func(*libchain.Engine, context.Context, libchain.
 	// This process makes one operation: what it cost goes with it.
 	appendOp := eng.OnOp
 	eng.OnOp = func(op libchain.Op) {
-		if p, err := journal.SelfProcess(op.Start); err == nil {
+		if p, err := events.SelfProcess(op.Start); err == nil {
 			op.Process = p
 		} else {
 			eng.Log.Debug("event journal: process", "error", err)
@@ -102,7 +102,7 @@ func newEngine(conf *libchain.NetConf) (*libchain.Engine, func(), error) {
 		Exec:     exec,
 		Versions: libchain.NewCachedProber(exec, afero.NewOsFs(), conf.CacheDir, log),
 		Log:      log,
-		OnOp:     journal.OnOp(conf.CacheDir, log),
+		OnOp:     events.OnOp(conf.CacheDir, log),
 		Procs:    libchain.ProcScanner{},
 		// a DEL with no record passes CNI_NETNS only on this proof
 		NetNSHolds: libchain.NetNSHolds,

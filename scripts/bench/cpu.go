@@ -16,7 +16,7 @@ import (
 
 	"github.com/spf13/afero"
 
-	"github.com/catena-cni/catena/libchain/journal"
+	"github.com/catena-cni/catena/libchain/events"
 )
 
 // Phase (f) cpu: catena's own CPU per call. Every kind of call below runs
@@ -294,7 +294,7 @@ func (env *cpuEnv) runTraced(bin string, envv []string, stdin []byte) (cpuSample
 // delegateCalls is the verbs of the delegate calls of the last operation in
 // the phase's event journal that started at or after since.
 func delegateCalls(cacheDir string, since time.Time) ([]string, error) {
-	ops, _, err := journal.Read(afero.NewOsFs(), cacheDir, since)
+	ops, _, err := events.Read(afero.NewOsFs(), cacheDir, since)
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/afero"
 
-	"github.com/catena-cni/catena/libchain/journal"
+	"github.com/catena-cni/catena/libchain/events"
 )
 
 // floor is phase (d) for one verb of one phase: what catena's own event
@@ -27,7 +27,7 @@ type floor struct {
 
 // floors reads the journal of the catena variant for [start, end].
 func (b *bench) floors(phase string, start, end time.Time, catena, plain latencies) ([]floor, error) {
-	ops, _, err := journal.Read(afero.NewOsFs(), b.catena.cache, start)
+	ops, _, err := events.Read(afero.NewOsFs(), b.catena.cache, start)
 	if err != nil {
 		return nil, fmt.Errorf("(d) %w", err)
 	}

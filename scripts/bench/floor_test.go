@@ -7,19 +7,19 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/catena-cni/catena/libchain/journal"
+	"github.com/catena-cni/catena/libchain/events"
 )
 
 // TestFloors: the floor of an operation is the sum of its delegate calls;
 // only successful ADDs and DELs inside the phase's window count.
 func TestFloors(t *testing.T) {
 	b := &bench{catena: &variant{cache: t.TempDir()}}
-	j := &journal.Writer{CacheDir: b.catena.cache}
+	j := &events.Writer{CacheDir: b.catena.cache}
 	t0 := time.Now()
 	op := func(verb string, at time.Duration, total time.Duration, outcome string, calls ...time.Duration) {
-		o := journal.Op{Verb: verb, Start: t0.Add(at), Duration: total, Outcome: outcome}
+		o := events.Op{Verb: verb, Start: t0.Add(at), Duration: total, Outcome: outcome}
 		for i, c := range calls {
-			o.Calls = append(o.Calls, journal.OpCall{Index: i, Type: "x", Verb: verb, Duration: c})
+			o.Calls = append(o.Calls, events.OpCall{Index: i, Type: "x", Verb: verb, Duration: c})
 		}
 		require.NoError(t, j.Append(o))
 	}

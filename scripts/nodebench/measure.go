@@ -7,7 +7,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/catena-cni/catena/libchain/journal"
+	"github.com/catena-cni/catena/libchain/events"
 )
 
 // Measure is one quantity of the report.
@@ -99,12 +99,12 @@ func PodDists(pods []Pod) map[string]Dist {
 }
 
 // JournalDists are the Catena measures of ops (a round's, from
-// journal.Read), by Measure.ID: of the successful ADDs, DELs and CHECKs on
+// events.Read), by Measure.ID: of the successful ADDs, DELs and CHECKs on
 // pods whose name starts with podPrefix, their durations, the ADDs' and
 // DELs' own work (the duration less the delegates' calls), and the ADDs'
 // lock waits, record writes and, from the process block of each, its
 // start-up, CPU and run delay.
-func JournalDists(ops []journal.Op, podPrefix string) map[string]Dist {
+func JournalDists(ops []events.Op, podPrefix string) map[string]Dist {
 	var add, del, check, addOwn, delOwn, lock, writes, startup, cpu, delay Dist
 	for _, op := range ops {
 		if op.Outcome != "ok" || op.Pod == nil || !strings.HasPrefix(op.Pod.Name, podPrefix) {
@@ -134,7 +134,7 @@ func JournalDists(ops []journal.Op, podPrefix string) map[string]Dist {
 
 // Verbs counts ops by verb, "ADD=30 DEL=62 STATUS=4" in the order of
 // their first appearance: what the runtime asked of Catena in a round.
-func Verbs(ops []journal.Op) string {
+func Verbs(ops []events.Op) string {
 	var order []string
 	n := map[string]int{}
 	for _, op := range ops {

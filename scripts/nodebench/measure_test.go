@@ -9,22 +9,22 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/catena-cni/catena/libchain/journal"
+	"github.com/catena-cni/catena/libchain/events"
 )
 
 func TestJournalDists(t *testing.T) {
-	on := func(name string) *journal.OpPod { return &journal.OpPod{Namespace: "default", Name: name} }
-	calls := func(d ...time.Duration) []journal.OpCall {
-		var out []journal.OpCall
+	on := func(name string) *events.OpPod { return &events.OpPod{Namespace: "default", Name: name} }
+	calls := func(d ...time.Duration) []events.OpCall {
+		var out []events.OpCall
 		for i, x := range d {
-			out = append(out, journal.OpCall{Index: i, Duration: x})
+			out = append(out, events.OpCall{Index: i, Duration: x})
 		}
 		return out
 	}
-	ops := []journal.Op{
+	ops := []events.Op{
 		{Verb: "ADD", Outcome: "ok", Duration: 100 * time.Millisecond, Calls: calls(60*time.Millisecond, 30*time.Millisecond), Pod: on("density-1"),
 			Writes: 4 * time.Millisecond, WriteCount: 3,
-			Process: &journal.OpProcess{Startup: 20 * time.Millisecond, CPU: 6 * time.Millisecond, RunDelay: 30 * time.Millisecond}},
+			Process: &events.OpProcess{Startup: 20 * time.Millisecond, CPU: 6 * time.Millisecond, RunDelay: 30 * time.Millisecond}},
 		// an ADD of a catena that wrote no process block
 		{Verb: "ADD", Outcome: "ok", Duration: 50 * time.Millisecond, Calls: calls(45 * time.Millisecond), Pod: on("density-2"), Writes: 2 * time.Millisecond},
 		{Verb: "DEL", Outcome: "ok", Duration: 80 * time.Millisecond, Calls: calls(70 * time.Millisecond), Pod: on("density-1")},

@@ -1,4 +1,4 @@
-// Package journal is Catena's event journal: one line per operation that
+// Package events is Catena's event journal: one line per operation that
 // the engine (package libchain) ran, for catenactl stats and metrics and
 // for the agent's metrics and Kubernetes events. It is observability, not
 // state: it is never fsynced, and a failure to write it is logged and
@@ -42,4 +42,4 @@
 //	read.go    Read: the whole journal, and openFile, the trusted open
 //	tail.go    Tail: what was appended since the last Poll, across rotations
 //	process.go SelfProcess, ProcessOf: an operation's process figures from /proc
-package journal
+package events
