@@ -91,7 +91,7 @@ func decodeGeneral(data []byte) (*Record, error) {
 		return nil, corruptf("invalid schema %d", schema)
 	}
 	if schema > SchemaVersion {
-		return nil, corruptf("schema %d is a journal delta, not a snapshot", schema)
+		return nil, corruptf("schema %d is a delta entry, not a snapshot", schema)
 	}
 	if env.SHA256 == nil {
 		return nil, corruptf("envelope has no checksum")

@@ -22,8 +22,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add(bytes.TrimSuffix(valid, []byte("\n")))
 	f.Add(valid[:len(valid)/2])
 	f.Add([]byte{})
-	journal := deltaJournal(f)
-	delta := journal[bytes.LastIndexByte(journal[:len(journal)-1], '\n')+1:]
+	file := deltaRecordFile(f)
+	delta := file[bytes.LastIndexByte(file[:len(file)-1], '\n')+1:]
 	f.Add(delta)
 	f.Add(resum("2", "delta", append([]byte(" "), delta[bytes.Index(delta, []byte(`"delta":`))+8:len(delta)-2]...)))
 	f.Fuzz(func(t *testing.T, data []byte) {

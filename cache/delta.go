@@ -9,7 +9,7 @@ import (
 	"slices"
 )
 
-// A journal line after the first may be a delta instead of a full snapshot,
+// An entry after the first may be a delta instead of a full snapshot,
 // so that an ADD of n delegates writes O(n) bytes rather than O(n^2):
 //
 //	{"schema":2,"sha256":"<hex of the delta bytes>","delta":{...}}
@@ -17,7 +17,7 @@ import (
 // The delta holds every top-level field of the record, and "steps" as a list
 // as long as the record's, where a step that did not change since the
 // previous entry is null and a changed one is written whole. A delta applies
-// on the record the journal's earlier lines give; it never starts a journal
+// on the record the record file's earlier lines give; it never starts a file
 // and never changes the number of steps (Save writes a full snapshot then).
 const deltaSchema = 2
 
@@ -138,7 +138,7 @@ func applyDelta(cur *Record, d *deltaRecord) (*Record, error) {
 	return &next, nil
 }
 
-// decodeEntry decodes one journal line on top of cur, the record the
+// decodeEntry decodes one entry on top of cur, the record the
 // earlier lines give (nil if none): a snapshot stands alone, a delta
 // applies on cur.
 func decodeEntry(cur *Record, line []byte) (*Record, error) {

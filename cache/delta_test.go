@@ -14,7 +14,7 @@ import (
 
 var deltaPrefix = []byte(`{"schema":2,`)
 
-// lineKinds says, per journal line, "S" for a snapshot and "D" for a delta.
+// lineKinds says, per entry, "S" for a snapshot and "D" for a delta.
 func lineKinds(data []byte) string {
 	var kinds []byte
 	for _, line := range bytes.SplitAfter(bytes.TrimSuffix(data, []byte("\n")), []byte("\n")) {
@@ -45,7 +45,7 @@ func saveSteps(t *testing.T, s *DiskStore, rec *Record) [][]byte {
 	return states
 }
 
-func TestDeltaJournalReplays(t *testing.T) {
+func TestDeltaRecordFileReplays(t *testing.T) {
 	forEachFs(t, func(t *testing.T, e storeEnv) {
 		key := testKey("d1")
 		rec := sampleRecord(key)
@@ -55,7 +55,7 @@ func TestDeltaJournalReplays(t *testing.T) {
 		require.NoError(t, e.store.Save(rec))
 		states = append(states, mustEncode(t, rec))
 
-		data := readJournal(t, e, key)
+		data := readRecordFile(t, e, key)
 		assert.Equal(t, "SDDDD", lineKinds(data), "one snapshot, then a delta per save")
 		lines := bytes.SplitAfter(data, []byte("\n"))
 		assert.Less(t, len(lines[1]), len(lines[0])*2/3, "a delta of one step is smaller than the snapshot")
@@ -64,7 +64,7 @@ func TestDeltaJournalReplays(t *testing.T) {
 		end := 0
 		for i, want := range states {
 			end += len(lines[i])
-			got, err := decodeJournal(data[:end])
+			got, err := decodeRecordFile(data[:end])
 			require.NoError(t, err, "after %d lines", i+1)
 			assert.Equal(t, string(want), string(mustEncode(t, got)), "after %d lines", i+1)
 		}
@@ -79,11 +79,11 @@ func TestDeltaTornFinalLineIgnored(t *testing.T) {
 	forEachFs(t, func(t *testing.T, e storeEnv) {
 		key := testKey("d2")
 		states := saveSteps(t, e.store, sampleRecord(key))
-		data := readJournal(t, e, key)
+		data := readRecordFile(t, e, key)
 		require.Equal(t, "SDDD", lineKinds(data))
 		lastStart := bytes.LastIndexByte(data[:len(data)-1], '\n') + 1
 		for n := lastStart; n <= len(data); n++ {
-			writeJournal(t, e, key, data[:n])
+			writeRecordFile(t, e, key, data[:n])
 			got, err := e.store.Load(key)
 			require.NoError(t, err, "torn at %d", n)
 			want := states[len(states)-2]
@@ -95,11 +95,11 @@ func TestDeltaTornFinalLineIgnored(t *testing.T) {
 	})
 }
 
-func TestDeltaJournalRejects(t *testing.T) {
+func TestDeltaRecordFileRejects(t *testing.T) {
 	e := storeEnvs(t)["memmapfs"](t)
 	key := testKey("d3")
 	saveSteps(t, e.store, sampleRecord(key))
-	data := readJournal(t, e, key)
+	data := readRecordFile(t, e, key)
 	require.Equal(t, "SDDD", lineKinds(data))
 	lines := bytes.SplitAfter(data, []byte("\n"))[:4]
 	join := func(ls ...[]byte) []byte { return bytes.Join(ls, nil) }
@@ -120,9 +120,9 @@ func TestDeltaJournalRejects(t *testing.T) {
 		"delta on another record":   join(mustEncode(t, otherKey), lines[3]),
 		"whole final delta damaged": join(lines[0], lines[1], lines[2], flipped),
 	}
-	for name, journal := range tests {
+	for name, file := range tests {
 		t.Run(name, func(t *testing.T) {
-			got, err := decodeJournal(journal)
+			got, err := decodeRecordFile(file)
 			require.ErrorIs(t, err, ErrCorrupt)
 			assert.Nil(t, got)
 		})
@@ -141,7 +141,7 @@ func TestDeltaNeverAfterAnotherWriter(t *testing.T) {
 		require.NoError(t, e.store.Save(rec))
 		rec.TeardownAttempts = 1
 		require.NoError(t, e.store.Save(rec))
-		require.Equal(t, "SD", lineKinds(readJournal(t, e, key)))
+		require.Equal(t, "SD", lineKinds(readRecordFile(t, e, key)))
 
 		// The other writer appends its own state (a full snapshot: it
 		// has written nothing of this record).
@@ -149,13 +149,13 @@ func TestDeltaNeverAfterAnotherWriter(t *testing.T) {
 		theirs.Steps[1].State = StepDelFailed
 		theirs.TeardownAttempts = 2
 		require.NoError(t, other.Save(theirs))
-		require.Equal(t, "SDS", lineKinds(readJournal(t, e, key)))
+		require.Equal(t, "SDS", lineKinds(readRecordFile(t, e, key)))
 
 		// A delta from e.store would not carry step 1 and would put back
 		// its own view on top of theirs; it must write a snapshot.
 		rec.TeardownAttempts = 3
 		require.NoError(t, e.store.Save(rec))
-		assert.Equal(t, "SDSS", lineKinds(readJournal(t, e, key)))
+		assert.Equal(t, "SDSS", lineKinds(readRecordFile(t, e, key)))
 		got, err := e.store.Load(key)
 		require.NoError(t, err)
 		assert.Equal(t, string(mustEncode(t, rec)), string(mustEncode(t, got)))
@@ -164,13 +164,13 @@ func TestDeltaNeverAfterAnotherWriter(t *testing.T) {
 		// a snapshot from e.store.
 		rec.TeardownAttempts = 4
 		require.NoError(t, e.store.Save(rec))
-		require.Equal(t, "SDSSD", lineKinds(readJournal(t, e, key)))
-		same := readJournal(t, e, key)
+		require.Equal(t, "SDSSD", lineKinds(readRecordFile(t, e, key)))
+		same := readRecordFile(t, e, key)
 		_, err = writeFileDurableInfo(e.fs, e.store.Path(key), same)
 		require.NoError(t, err)
 		rec.TeardownAttempts = 5
 		require.NoError(t, e.store.Save(rec))
-		assert.Equal(t, "SDSSDS", lineKinds(readJournal(t, e, key)))
+		assert.Equal(t, "SDSSDS", lineKinds(readRecordFile(t, e, key)))
 		got, err = e.store.Load(key)
 		require.NoError(t, err)
 		assert.Equal(t, 5, got.TeardownAttempts)
@@ -180,7 +180,7 @@ func TestDeltaNeverAfterAnotherWriter(t *testing.T) {
 		require.NoError(t, e.store.Save(rec))
 		rec.TeardownAttempts = 6
 		require.NoError(t, e.store.Save(rec))
-		assert.Equal(t, "SDSSDSSD", lineKinds(readJournal(t, e, key)))
+		assert.Equal(t, "SDSSDSSD", lineKinds(readRecordFile(t, e, key)))
 		got, err = e.store.Load(key)
 		require.NoError(t, err)
 		assert.Equal(t, string(mustEncode(t, rec)), string(mustEncode(t, got)))
@@ -198,11 +198,11 @@ func TestDeltaForgottenAfterRemove(t *testing.T) {
 		require.NoError(t, e.store.Save(rec))
 		rec.TeardownAttempts = 1
 		require.NoError(t, e.store.Save(rec))
-		assert.Equal(t, "SD", lineKinds(readJournal(t, e, key)))
+		assert.Equal(t, "SD", lineKinds(readRecordFile(t, e, key)))
 	})
 }
 
-// TestDeltaAfterFailedSave: a Save whose append fails leaves the journal
+// TestDeltaAfterFailedSave: a Save whose append fails leaves the record file
 // with an entry that may or may not be durable; the next Save writes a full
 // snapshot, and what loads is what it saved.
 func TestDeltaAfterFailedSave(t *testing.T) {
@@ -214,18 +214,18 @@ func TestDeltaAfterFailedSave(t *testing.T) {
 	require.NoError(t, s.Save(rec))
 	rec.TeardownAttempts = 1
 	require.NoError(t, s.Save(rec))
-	require.Equal(t, "SD", lineKinds(readJournal(t, e, key)))
+	require.Equal(t, "SD", lineKinds(readRecordFile(t, e, key)))
 
 	fsys.ResetCounts()
 	fsys.Inject(faultfs.Fault{Op: faultfs.OpSync, N: 1, Err: syscall.EIO})
 	rec.TeardownAttempts = 2
 	require.ErrorIs(t, s.Save(rec), syscall.EIO)
 	fsys.Heal()
-	require.Equal(t, "SDD", lineKinds(readJournal(t, e, key)), "the failed delta was written whole")
+	require.Equal(t, "SDD", lineKinds(readRecordFile(t, e, key)), "the failed delta was written whole")
 
 	rec.TeardownAttempts = 3
 	require.NoError(t, s.Save(rec))
-	assert.Equal(t, "SDDS", lineKinds(readJournal(t, e, key)))
+	assert.Equal(t, "SDDS", lineKinds(readRecordFile(t, e, key)))
 	got, err := s.Load(key)
 	require.NoError(t, err)
 	assert.Equal(t, string(mustEncode(t, rec)), string(mustEncode(t, got)))
@@ -255,11 +255,11 @@ func TestDeltaNeverAfterAnInPlaceWriter(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, before.Size(), after.Size(), "written in place")
 		require.NoError(t, e.fs.Chtimes(path, before.ModTime(), before.ModTime()))
-		require.Equal(t, "SDS", lineKinds(readJournal(t, e, key)))
+		require.Equal(t, "SDS", lineKinds(readRecordFile(t, e, key)))
 
 		rec.TeardownAttempts = 2
 		require.NoError(t, e.store.Save(rec))
-		assert.Equal(t, "SDSS", lineKinds(readJournal(t, e, key)))
+		assert.Equal(t, "SDSS", lineKinds(readRecordFile(t, e, key)))
 		got, err := e.store.Load(key)
 		require.NoError(t, err)
 		assert.Equal(t, string(mustEncode(t, rec)), string(mustEncode(t, got)))

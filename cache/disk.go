@@ -32,14 +32,14 @@ const (
 	maxRecordSize = 16 << 20
 )
 
-// DiskStore is the durable Store: one file per attachment, a short journal
-// of self-checking snapshots (journal.go). It embeds the Locker that
+// DiskStore is the durable Store: one file per attachment, a short sequence
+// of self-checking entries (recordfile.go). It embeds the Locker that
 // serialises the attachments.
 type DiskStore struct {
 	Locker
 	fs   afero.Fs
 	dir  string
-	memo writeMemo // what Save last wrote, per key (journal_memo.go)
+	memo writeMemo // what Save last wrote, per key (recordfile_memo.go)
 }
 
 var _ Store = (*DiskStore)(nil)
@@ -131,7 +131,7 @@ func (s *DiskStore) Load(key Key) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec, err := decodeJournal(data)
+	rec, err := decodeRecordFile(data)
 	if err != nil {
 		return nil, fmt.Errorf("load record %s from %s: %w", key, path, err)
 	}
@@ -173,7 +173,7 @@ func (s *DiskStore) readRecord(key, path string) ([]byte, error) {
 
 // Save sets rec.Updated (and rec.Schema) and durably writes the record: the
 // first write creates it by a durable replace, later ones append to its
-// journal (see journal.go), as a delta of the steps that changed when the
+// entries (see recordfile.go), as a delta of the steps that changed when the
 // file is still as this store last wrote it (delta.go). The common path
 // costs one lstat, one append and one fdatasync.
 func (s *DiskStore) Save(rec *Record) error {

@@ -14,7 +14,7 @@
 // for a file name, and <network> "h:<sha256>" for a network name too long
 // (names.go):
 //
-//	records/<network>/<name>.json           a record: a short journal of self-checking entries (journal.go, codec.go, delta.go)
+//	records/<network>/<name>.json           a record: a short file of self-checking entries (recordfile.go, codec.go, delta.go)
 //	records/<network>/.<name>.json.tmp      the temp file of a durable replace, swept once stale (sweep.go)
 //	locks/<network>/<name>.lock             an attachment's flock, unlinked by its holder (flock.go)
 //	locks/<network>/.barrier                the network's GC/ADD barrier, flock shared or exclusive (barrier_flock.go)
@@ -28,7 +28,7 @@
 //	versions/<hash of the binary's path>.json     a delegate binary's VERSION answer (versions.go)
 //	events/events.jsonl, events.jsonl.1     the event journal, written and read by the engine, not by this package
 //
-// Records, marks and tombstones are state: written durably (durable.go, journal.go).
+// Records, marks and tombstones are state: written durably (durable.go, recordfile.go).
 // Markers, stamps and the version cache are hints: a missing or torn one
 // costs work, never correctness. A lock file says who holds it and for
 // which key; the flock is the lock.
@@ -56,10 +56,10 @@
 //	record.go           Record, Key, Step, phases and step states
 //	codec.go            a record's on-disk envelope: schema, sha256, Encode and Decode
 //	envelope.go         the canonical envelope taken apart by its fixed layout, before the general decode
-//	delta.go            journal entries that hold only the steps that changed
-//	journal.go          a record file as a journal of entries; reading it back
-//	journal_slot.go     preallocated journals: entries written in place over zeros
-//	journal_memo.go     what a DiskStore remembers of its last write, to write a delta
+//	delta.go            entries that hold only the steps that changed
+//	recordfile.go       a record file as a sequence of entries; reading it back
+//	recordfile_slot.go  preallocated record files: entries written in place over zeros
+//	recordfile_memo.go  what a DiskStore remembers of its last write, to write a delta
 //	durable.go          durable writes: temp file, fsync, rename, fsync of the dir
 //	sync.go             fsync and fdatasync of a file, by raw system call in a one-P process
 //	disk.go             DiskStore: Load, Save, Remove, the paths of records

@@ -16,9 +16,9 @@ import (
 // Durability primitives, in the style of etcd's client/pkg/fileutil but on
 // afero so that the store can be tested on an in-memory filesystem.
 //
-// writeFileDurable creates records and compacts their journals; the
+// writeFileDurable creates records and compacts their files; the
 // measurement that chose append-with-fdatasync for the other writes is in
-// journal.go.
+// recordfile.go.
 
 const (
 	dirPerm  = 0o700

@@ -59,7 +59,7 @@ func BenchmarkDurableReplace(b *testing.B) {
 	}
 }
 
-// BenchmarkDurableAppend is the alternative: one append-only journal per
+// BenchmarkDurableAppend is the alternative: one append-only file per
 // attachment, each write an O_APPEND write followed by fdatasync.
 func BenchmarkDurableAppend(b *testing.B) {
 	data := benchRecordBytes(b)
@@ -104,7 +104,7 @@ func BenchmarkSaveLoad(b *testing.B) {
 }
 
 // inPlaceFile is a file of size bytes of written zeros, synced: what a
-// preallocated journal is before its entries (journal_slot.go).
+// preallocated record file is before its entries (recordfile_slot.go).
 func inPlaceFile(b *testing.B, path string, size int) *os.File {
 	b.Helper()
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_TRUNC, filePerm)

@@ -31,8 +31,8 @@ func bodyOf(t *testing.T, line []byte, field string) []byte {
 // their general path does: the same record, or the same error.
 func TestCanonicalEnvelopeAgrees(t *testing.T) {
 	snap := mustEncode(t, sampleRecord(testKey("abc")))
-	journal := deltaJournal(t)
-	delta := journal[bytes.LastIndexByte(journal[:len(journal)-1], '\n')+1:]
+	file := deltaRecordFile(t)
+	delta := file[bytes.LastIndexByte(file[:len(file)-1], '\n')+1:]
 	sb, db := bodyOf(t, snap, "record"), bodyOf(t, delta, "delta")
 	upper := func(line []byte) []byte {
 		i := bytes.Index(line, []byte(`"sha256":"`)) + len(`"sha256":"`)

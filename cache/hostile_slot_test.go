@@ -23,16 +23,16 @@ func (h *hostileRig) heldDels(t *testing.T) []string {
 	return want
 }
 
-// TestHostileJournalTornInPlace: the journal as an ADD leaves it is a
+// TestHostileRecordFileTornInPlace: the record file as an ADD leaves it is a
 // preallocated file, its entries followed by zeros. A crash tearing the
 // write of any entry in place leaves a prefix of it and the zeros after:
 // Load gives the newest entry that verifies, and DEL tears down what it
 // holds, whatever the byte the tear stopped at.
-func TestHostileJournalTornInPlace(t *testing.T) {
+func TestHostileRecordFileTornInPlace(t *testing.T) {
 	h := newHostileRig(t, afero.NewMemMapFs())
 	full := h.add(t)
 	end := bytes.IndexByte(full, 0)
-	require.Positive(t, end, "the ADD's journal is preallocated")
+	require.Positive(t, end, "the ADD's record file is preallocated")
 	first := bytes.IndexByte(full, '\n') + 1
 	for n := first; n <= end; n++ {
 		msg := fmt.Sprintf("entries cut to %d of %d bytes, zeros to %d", n, end, len(full))
@@ -47,14 +47,14 @@ func TestHostileJournalTornInPlace(t *testing.T) {
 	t.Logf("%d tears of the entries' %d bytes in a %d-byte file: none quarantined, each torn down as its newest entry says", end-first+1, end, len(full))
 }
 
-// TestHostileJournalPaddingFlips flips one bit of every byte of the
-// preallocated journal an ADD leaves, entries and zeros alike. A flip in
+// TestHostileRecordFilePaddingFlips flips one bit of every byte of the
+// preallocated record file an ADD leaves, entries and zeros alike. A flip in
 // an entry is found as before (the newest entry verifies, or the file is
 // quarantined); a flip in the zeros makes the file corrupt too: the zeros
 // can only change by a write that never finished or by damage, and a
 // record that may be damaged is quarantined and every delegate gets its
 // DEL, never read as shorter than it is.
-func TestHostileJournalPaddingFlips(t *testing.T) {
+func TestHostileRecordFilePaddingFlips(t *testing.T) {
 	h := newHostileRig(t, afero.NewMemMapFs())
 	full := h.add(t)
 	end := bytes.IndexByte(full, 0)
@@ -83,18 +83,18 @@ func TestHostileJournalPaddingFlips(t *testing.T) {
 	t.Logf("%d flips, %d of them in the zeros after the entries", len(full), inPadding)
 }
 
-// TestHostileJournalTornSectors: a power loss during the in-place write of
+// TestHostileRecordFileTornSectors: a power loss during the in-place write of
 // an entry can persist any subset of its 512-byte sectors, not only a
 // prefix. For every entry written in place and every one of its sectors
 // lost while the others persisted, Load gives the entry before, and DEL
 // tears down what that one holds: never a quarantine, which would DEL
 // every delegate of the current config instead of the cached ones.
-func TestHostileJournalTornSectors(t *testing.T) {
+func TestHostileRecordFileTornSectors(t *testing.T) {
 	const sector = 512
 	h := newHostileRig(t, afero.NewMemMapFs())
 	full := h.add(t)
 	end := bytes.IndexByte(full, 0)
-	require.Positive(t, end, "the ADD's journal is preallocated")
+	require.Positive(t, end, "the ADD's record file is preallocated")
 	tears := 0
 	for start := bytes.IndexByte(full, '\n') + 1; start < end; {
 		stop := start + bytes.IndexByte(full[start:], '\n') + 1

@@ -92,7 +92,7 @@ func newHostileRig(t *testing.T, fsys afero.Fs) *hostileRig {
 	return h
 }
 
-// add runs a complete ADD and returns the record file: a journal of four
+// add runs a complete ADD and returns the record file: four
 // entries (three "starting" writes and the completion).
 func (h *hostileRig) add(t *testing.T) []byte {
 	t.Helper()
@@ -162,11 +162,11 @@ func (h *hostileRig) delQuarantines(t *testing.T, data []byte, msg string) {
 	require.Equal(t, allDels, calls, msg)
 }
 
-// TestHostileJournalTruncatedAtEveryByte: a journal cut anywhere gives its
+// TestHostileRecordFileTruncatedAtEveryByte: a record file cut anywhere gives its
 // newest entry that verifies; only a cut inside the first entry leaves
 // nothing to trust, and then the file is quarantined. DEL always succeeds
 // and tears down what the surviving entry holds.
-func TestHostileJournalTruncatedAtEveryByte(t *testing.T) {
+func TestHostileRecordFileTruncatedAtEveryByte(t *testing.T) {
 	h := newHostileRig(t, afero.NewMemMapFs())
 	full := h.add(t)
 	first := bytes.IndexByte(full, '\n') + 1
@@ -195,22 +195,22 @@ func TestHostileJournalTruncatedAtEveryByte(t *testing.T) {
 	t.Logf("%d cuts: %d quarantined (inside the first entry), the rest torn down from the newest entry that verifies", len(full), quarantined)
 }
 
-// TestHostileJournalBitFlips flips one bit of every byte of the journal as
+// TestHostileRecordFileBitFlips flips one bit of every byte of the record file as
 // it stands after each of an ADD's four writes. Whatever the flip, DEL
 // tears down every delegate that the newest entry says is held: that entry
 // still verifies, or the file is quarantined and every delegate gets its
 // best-effort DEL. (Falling back to an older entry would be wrong: the
 // newest was acknowledged, and the delegate it started may hold resources
 // the older one does not mention.)
-func TestHostileJournalBitFlips(t *testing.T) {
+func TestHostileRecordFileBitFlips(t *testing.T) {
 	h := newHostileRig(t, afero.NewMemMapFs())
 	full := h.add(t)
 	flips, quarantined := 0, 0
 	end := 0
 	for stage := 1; stage <= 4; stage++ {
 		end += bytes.IndexByte(full[end:], '\n') + 1
-		journal := full[:end]
-		h.place(t, journal)
+		file := full[:end]
+		h.place(t, file)
 		newest, err := h.store.Load(h.req.Key())
 		require.NoError(t, err)
 		var want []string
@@ -219,10 +219,10 @@ func TestHostileJournalBitFlips(t *testing.T) {
 				want = append(want, "DEL "+newest.Steps[i].Type)
 			}
 		}
-		for i := range journal {
-			data := bytes.Clone(journal)
+		for i := range file {
+			data := bytes.Clone(file)
 			data[i] ^= 1 << (i % 8)
-			msg := fmt.Sprintf("after write %d, bit %d of byte %d (%q)", stage, i%8, i, journal[i])
+			msg := fmt.Sprintf("after write %d, bit %d of byte %d (%q)", stage, i%8, i, file[i])
 			h.place(t, data)
 			calls, q := h.del(t, msg)
 			flips++

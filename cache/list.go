@@ -94,7 +94,7 @@ func (s *DiskStore) keyOfName(dir, base string) (Key, bool) {
 	return key, true
 }
 
-// keyInFile returns the key of the newest entry of the record journal (or
+// keyInFile returns the key of the newest entry of the record file (or
 // record temp file) at path, with Load's checks.
 func (s *DiskStore) keyInFile(path string) (Key, error) {
 	fi, err := Lstat(s.fs, path)
@@ -108,7 +108,7 @@ func (s *DiskStore) keyInFile(path string) (Key, error) {
 	if err != nil {
 		return Key{}, err
 	}
-	rec, err := decodeJournal(data)
+	rec, err := decodeRecordFile(data)
 	if err != nil {
 		return Key{}, err
 	}

@@ -114,7 +114,7 @@ func TestHashedNamesAreChecked(t *testing.T) {
 
 // TestSaveNeverWritesWhatLoadRefuses: a record
 // larger than Load accepts is refused with ErrTooLarge and nothing is
-// written; one that fits, appended to a journal that it would take past
+// written; one that fits, appended to a record file that it would take past
 // the limit, compacts it instead, so that it loads back.
 func TestSaveNeverWritesWhatLoadRefuses(t *testing.T) {
 	// Save stamps Updated with the time now, whose RFC 3339 fraction is

@@ -10,7 +10,7 @@ import (
 )
 
 // SchemaVersion is the version of the record layout written by this build,
-// and of a full-snapshot journal entry; a delta entry is schema 2
+// and of a full-snapshot entry; a delta entry is schema 2
 // (delta.go). Entries of a schema above 2 are refused (ErrCorrupt wrapping
 // ErrFutureSchema) rather than misread.
 const SchemaVersion = 1

@@ -47,7 +47,7 @@ func TestSchema1RecordsLoad(t *testing.T) {
 		phase    Phase
 		version  string
 		steps    []oldStep
-		entries  int // journal lines: one full snapshot per write
+		entries  int // entries: one full snapshot per write
 		attempts int
 		addError string
 		lastErr  string
@@ -130,7 +130,7 @@ func jsonInt(n int) string {
 }
 
 // TestSchema1SaveAfterLoad: this build appends its own entries to an old
-// record's journal (as a DEL or a retry that fails does) and the record
+// record's file (as a DEL or a retry that fails does) and the record
 // loads back as saved, from the store that wrote it and from a fresh one
 // (another catena process), twice over (the second write is the one a
 // delta can carry).

@@ -205,7 +205,7 @@ func readRecord(t *testing.T, path string) map[string]any {
 	raw, err := os.ReadFile(path)
 	require.NoError(t, err)
 	// The entries end at the zeros that preallocate the file, which must
-	// run to its end (cache/journal_slot.go).
+	// run to its end (cache/recordfile_slot.go).
 	if end := bytes.IndexByte(raw, 0); end >= 0 {
 		require.Empty(t, bytes.Trim(raw[end:], "\x00"), "non-zero bytes after the padding of %s", path)
 		raw = raw[:end]

@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// readJournal returns the entries of key's journal, without the zeros that
-// preallocate it (journal_slot.go).
-func readJournal(t *testing.T, e storeEnv, key Key) []byte {
+// readRecordFile returns the entries of key's record file, without the zeros that
+// preallocate it (recordfile_slot.go).
+func readRecordFile(t *testing.T, e storeEnv, key Key) []byte {
 	t.Helper()
 	data, err := afero.ReadFile(e.fs, e.store.Path(key))
 	require.NoError(t, err)
@@ -22,7 +22,7 @@ func readJournal(t *testing.T, e storeEnv, key Key) []byte {
 	return entries
 }
 
-func writeJournal(t *testing.T, e storeEnv, key Key, data []byte) {
+func writeRecordFile(t *testing.T, e storeEnv, key Key, data []byte) {
 	t.Helper()
 	f, err := e.fs.OpenFile(e.store.Path(key), os.O_WRONLY|os.O_TRUNC, filePerm)
 	require.NoError(t, err)
@@ -31,7 +31,7 @@ func writeJournal(t *testing.T, e storeEnv, key Key, data []byte) {
 	require.NoError(t, f.Close())
 }
 
-func TestJournalAppendsAndLoadsNewest(t *testing.T) {
+func TestRecordFileAppendsAndLoadsNewest(t *testing.T) {
 	forEachFs(t, func(t *testing.T, e storeEnv) {
 		key := testKey("j1")
 		rec := sampleRecord(key)
@@ -39,7 +39,7 @@ func TestJournalAppendsAndLoadsNewest(t *testing.T) {
 			rec.TeardownAttempts = i
 			require.NoError(t, e.store.Save(rec))
 		}
-		data := readJournal(t, e, key)
+		data := readRecordFile(t, e, key)
 		assert.Equal(t, 4, bytes.Count(data, []byte("\n")), "one line per save")
 		got, err := e.store.Load(key)
 		require.NoError(t, err)
@@ -47,22 +47,22 @@ func TestJournalAppendsAndLoadsNewest(t *testing.T) {
 	})
 }
 
-func TestJournalTornTail(t *testing.T) {
+func TestRecordFileTornTail(t *testing.T) {
 	forEachFs(t, func(t *testing.T, e storeEnv) {
 		key := testKey("j2")
 		rec := sampleRecord(key)
 		rec.TeardownAttempts = 1
 		require.NoError(t, e.store.Save(rec))
-		first := readJournal(t, e, key)
+		first := readRecordFile(t, e, key)
 		rec.TeardownAttempts = 2
 		require.NoError(t, e.store.Save(rec))
-		full := readJournal(t, e, key)
+		full := readRecordFile(t, e, key)
 		second := full[len(first):]
 
 		// A crash at any byte of the second append: Load gives the first
 		// entry, or the second once it is complete.
 		for n := 0; n <= len(second); n++ {
-			writeJournal(t, e, key, append(append([]byte(nil), first...), second[:n]...))
+			writeRecordFile(t, e, key, append(append([]byte(nil), first...), second[:n]...))
 			got, err := e.store.Load(key)
 			require.NoError(t, err, "torn at %d", n)
 			want := 1
@@ -74,10 +74,10 @@ func TestJournalTornTail(t *testing.T) {
 
 		// The next Save after a torn tail compacts instead of appending to
 		// the partial line.
-		writeJournal(t, e, key, append(append([]byte(nil), first...), second[:len(second)/2]...))
+		writeRecordFile(t, e, key, append(append([]byte(nil), first...), second[:len(second)/2]...))
 		rec.TeardownAttempts = 3
 		require.NoError(t, e.store.Save(rec))
-		data := readJournal(t, e, key)
+		data := readRecordFile(t, e, key)
 		assert.Equal(t, 1, bytes.Count(data, []byte("\n")), "compacted to the new entry alone")
 		got, err := e.store.Load(key)
 		require.NoError(t, err)
@@ -85,7 +85,7 @@ func TestJournalTornTail(t *testing.T) {
 	})
 }
 
-func TestJournalCompactsWhenLarge(t *testing.T) {
+func TestRecordFileCompactsWhenLarge(t *testing.T) {
 	forEachFs(t, func(t *testing.T, e storeEnv) {
 		key := testKey("j3")
 		rec := sampleRecord(key)
@@ -93,15 +93,15 @@ func TestJournalCompactsWhenLarge(t *testing.T) {
 			rec.TeardownAttempts = i
 			require.NoError(t, e.store.Save(rec))
 		}
-		data := readJournal(t, e, key)
-		assert.Less(t, len(data), compactAt+4096, "the journal stays bounded")
+		data := readRecordFile(t, e, key)
+		assert.Less(t, len(data), compactAt+4096, "the record file stays bounded")
 		got, err := e.store.Load(key)
 		require.NoError(t, err)
 		assert.Equal(t, 199, got.TeardownAttempts)
 	})
 }
 
-func TestJournalRejects(t *testing.T) {
+func TestRecordFileRejects(t *testing.T) {
 	key := testKey("j4")
 	good, err := Encode(sampleRecord(key))
 	require.NoError(t, err)
@@ -118,7 +118,7 @@ func TestJournalRejects(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := decodeJournal(tc.data)
+			_, err := decodeRecordFile(tc.data)
 			require.ErrorIs(t, err, ErrCorrupt)
 			assert.Equal(t, tc.future, strings.Contains(err.Error(), "schema 9"), err.Error())
 			if tc.future {

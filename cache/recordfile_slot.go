@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/afero"
 )
 
-// Preallocated journals. A record file is created with its first entry
+// Preallocated record files. A record file is created with its first entry
 // followed by zeros, written (not fallocate'd: ext4 would then convert the
 // unwritten extents on the first write, a metadata change), so that the
 // following entries overwrite zeros in place: the file's size and blocks
@@ -27,7 +27,7 @@ import (
 // the first zero is damage (a bit flip in an entry, or in the padding) and
 // makes the file corrupt rather than silently shorter.
 //
-// A journal written before this layout (schema-1 records of earlier
+// A record file written before this layout (schema-1 records of earlier
 // releases) has no padding: an entry is appended to it as before.
 
 const (
@@ -40,8 +40,8 @@ const (
 	slotPerStep = 1536
 )
 
-// padded returns full, the first entry of a journal of a record of steps
-// delegates, followed by the zeros that preallocate the journal: room for
+// padded returns full, the first entry of the file of a record of steps
+// delegates, followed by the zeros that preallocate the record file: room for
 // one delta per delegate, in whole pages, at most compactAt (past which
 // the next Save compacts anyway).
 func padded(full []byte, steps int) []byte {
@@ -56,7 +56,7 @@ func padded(full []byte, steps int) []byte {
 
 func roundUp(n, unit int) int { return (n + unit - 1) / unit * unit }
 
-// unpad returns the entries of a journal: data up to its first zero byte,
+// unpad returns the entries of a record file: data up to its first zero byte,
 // which must be followed by zeros only, or by the rest of a final entry
 // torn by sectors (tornSectors).
 func unpad(data []byte) ([]byte, error) {
@@ -133,8 +133,8 @@ func tornSectors(data []byte, end int) bool {
 	return true
 }
 
-// writeEntry writes an entry into the journal at path and fdatasyncs it, if
-// path is a journal that can take one: it exists, its entries end in a
+// writeEntry writes an entry into the record file at path and fdatasyncs it, if
+// path is a record file that can take one: it exists, its entries end in a
 // newline and stop before compactAt. The entry goes right after them: in
 // place, over the zeros, or, where the zeros run out, extending the file.
 // The entry is delta if the file, as fstat'ed and read through the handle
@@ -196,7 +196,7 @@ func writeEntry(fsys afero.Fs, path string, full func() ([]byte, error), delta [
 	return markOf(fi, end+int64(len(data))), true, nil
 }
 
-// entriesEnd returns where the entries of the open journal end, which is
+// entriesEnd returns where the entries of the open record file end, which is
 // where the next entry goes, if it is a private regular file of ours whose
 // entries end in a newline before compactAt, followed by zeros only. It
 // reports false otherwise; a file over twice compactAt is not even read (it

@@ -8,12 +8,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestJournalTornSectors: a final entry written in place over zeros whose
+// TestRecordFileTornSectors: a final entry written in place over zeros whose
 // earlier sector was lost and later ones persisted (a power loss keeps any
 // subset of an unsynced write's sectors) reads as a torn final entry, the
 // record as of the entry before; a zero run that is not whole sectors, or
 // anything after the entry's newline, is still damage.
-func TestJournalTornSectors(t *testing.T) {
+func TestRecordFileTornSectors(t *testing.T) {
 	const sector = 512
 	key := testKey("c1")
 	first := mustEncode(t, sampleRecord(key))
@@ -43,7 +43,7 @@ func TestJournalTornSectors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rec, err := decodeJournal(tt.data)
+			rec, err := decodeRecordFile(tt.data)
 			if tt.corrupt {
 				require.ErrorIs(t, err, ErrCorrupt)
 				return

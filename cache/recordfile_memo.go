@@ -7,7 +7,7 @@ import (
 	"syscall"
 )
 
-// fileMark tells whether a journal is still exactly as this process last
+// fileMark tells whether a record file is still exactly as this process last
 // wrote it: another writer's entry moves the end of the entries (written in
 // place, it changes neither the file's size nor, within the clock's
 // granularity, its mtime), an append also its size, and a replace its
@@ -17,11 +17,11 @@ type fileMark struct {
 	size     int64
 	mtime    int64
 	// entries is where the entries end: the first zero of a
-	// preallocated journal, else its size.
+	// preallocated record file, else its size.
 	entries int64
 }
 
-// markOf is the mark of a journal whose entries end at entries.
+// markOf is the mark of a record file whose entries end at entries.
 func markOf(fi os.FileInfo, entries int64) fileMark {
 	m := fileMark{size: fi.Size(), mtime: fi.ModTime().UnixNano(), entries: entries}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
@@ -30,7 +30,7 @@ func markOf(fi os.FileInfo, entries int64) fileMark {
 	return m
 }
 
-// valid reports whether m describes a written journal.
+// valid reports whether m describes a written record file.
 func (m fileMark) valid() bool { return m.size > 0 }
 
 // lastWrite is what a DiskStore remembers of its last write of one record:

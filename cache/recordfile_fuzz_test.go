@@ -11,29 +11,29 @@ import (
 	"github.com/spf13/afero"
 )
 
-// FuzzDecodeJournal checks the journal decoder: it never panics, every
+// FuzzDecodeRecordFile checks the record file decoder: it never panics, every
 // failure wraps ErrCorrupt, and what it accepts is the final entry, or the
 // one before it only when the final line is torn (it does not end in a
 // newline, or it holds the zeros of lost sectors); either way an entry that re-encodes to exactly its bytes.
 // Load of the same bytes through a DiskStore agrees. `go test` replays
-// testdata/fuzz/FuzzDecodeJournal.
-func FuzzDecodeJournal(f *testing.F) {
+// testdata/fuzz/FuzzDecodeRecordFile.
+func FuzzDecodeRecordFile(f *testing.F) {
 	key := testKey("abc")
 	rec := sampleRecord(key)
-	var journal []byte
+	var file []byte
 	for i := range 3 {
 		rec.TeardownAttempts = i
-		journal = append(journal, mustEncode(f, rec)...)
+		file = append(file, mustEncode(f, rec)...)
 	}
-	f.Add(journal)
-	f.Add(journal[:len(journal)-1])
-	f.Add(journal[:len(journal)-100])
-	flipped := bytes.Clone(journal)
+	f.Add(file)
+	f.Add(file[:len(file)-1])
+	f.Add(file[:len(file)-100])
+	flipped := bytes.Clone(file)
 	flipped[bytes.IndexByte(flipped, '\n')] = 'J'
 	f.Add(flipped)
-	f.Add(append(bytes.Clone(journal[:bytes.IndexByte(journal, '\n')+1]), make([]byte, 64)...))
+	f.Add(append(bytes.Clone(file[:bytes.IndexByte(file, '\n')+1]), make([]byte, 64)...))
 	f.Add([]byte("\n\n"))
-	deltas := deltaJournal(f)
+	deltas := deltaRecordFile(f)
 	f.Add(deltas)
 	f.Add(deltas[:len(deltas)-40])
 	f.Add(deltas[bytes.IndexByte(deltas, '\n')+1:])
@@ -42,13 +42,13 @@ func FuzzDecodeJournal(f *testing.F) {
 	clear(torn[first:min((first/512+1)*512, len(deltas)-1)])
 	f.Add(torn)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		got, err := decodeJournal(data)
+		got, err := decodeRecordFile(data)
 		if err != nil {
 			if got != nil || !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("decodeJournal: %v, %v", got, err)
+				t.Fatalf("decodeRecordFile: %v, %v", got, err)
 			}
 		} else {
-			checkJournalEntry(t, data, got)
+			checkFileEntries(t, data, got)
 		}
 
 		// Load agrees, once the key of the file is the key asked for.
@@ -66,16 +66,16 @@ func FuzzDecodeJournal(f *testing.F) {
 		loaded, lerr := s.Load(want)
 		switch {
 		case err == nil && (lerr != nil || !bytes.Equal(mustEncode(t, loaded), mustEncode(t, got))):
-			t.Fatalf("decodeJournal gave %s, Load gave %v", want, lerr)
+			t.Fatalf("decodeRecordFile gave %s, Load gave %v", want, lerr)
 		case err != nil && (lerr == nil || !errors.Is(lerr, ErrCorrupt)):
-			t.Fatalf("decodeJournal: %v, Load: %v", err, lerr)
+			t.Fatalf("decodeRecordFile: %v, Load: %v", err, lerr)
 		}
 	})
 }
 
-// checkJournalEntry checks that rec is the final entry of data, or the one
+// checkFileEntries checks that rec is the final entry of data, or the one
 // before a torn final line.
-func checkJournalEntry(t *testing.T, data []byte, rec *Record) {
+func checkFileEntries(t *testing.T, data []byte, rec *Record) {
 	t.Helper()
 	lines := bytes.SplitAfter(bytes.TrimRight(data, "\x00"), []byte("\n")) // the padding is no line
 	if len(lines[len(lines)-1]) == 0 {
@@ -121,9 +121,9 @@ func sameDelta(t *testing.T, line []byte, rec *Record) bool {
 	return bytes.Equal(bytes.TrimSuffix(line, []byte("\n")), envelopeBytes(nil, deltaSchema, "delta", hex.EncodeToString(sum[:]), body))
 }
 
-// deltaJournal is a snapshot of a record followed by three deltas, each
+// deltaRecordFile is a snapshot of a record followed by three deltas, each
 // of one step going from pending to added.
-func deltaJournal(tb testing.TB) []byte {
+func deltaRecordFile(tb testing.TB) []byte {
 	tb.Helper()
 	rec := sampleRecord(testKey("abc"))
 	for i := range rec.Steps {

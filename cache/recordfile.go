@@ -8,11 +8,11 @@ import (
 	"github.com/spf13/afero"
 )
 
-// A record file is a short journal: one self-checking envelope per line, the
-// newest last; the first is a full snapshot of the record, later ones are
+// A record file is a short sequence of entries: one self-checking envelope
+// per line, the newest last; the first is a full snapshot of the record, later ones are
 // full snapshots or deltas on the line before (delta.go).
 //
-// Why a journal and not only a durable replace: an ADD of n delegates makes
+// Why entries and not only a durable replace: an ADD of n delegates makes
 // n+1 durable writes. Measured on this project's disk (ext4, virtio) with
 // `go test -run '^$' -bench Durable -benchtime 2000x ./cache`, a ~2 KB replace
 // (temp file, fsync, rename, fsync of the dir) costs ~0.55 ms, and an append
@@ -22,7 +22,7 @@ import (
 // replace (the new directory entry needs the dir fsync anyway), and every
 // later write adds an entry and fdatasyncs. The file is created
 // preallocated and the entries overwrite its zeros in place
-// (journal_slot.go): an append grows the file, so its fdatasync waits for
+// (recordfile_slot.go): an append grows the file, so its fdatasync waits for
 // an ext4 journal commit, which under 50 concurrent ADDs queues behind the
 // whole node's metadata changes.
 //
@@ -36,11 +36,11 @@ import (
 // file of at most compactAt plus one entry.
 const compactAt = 64 << 10
 
-// saveEntry durably writes the newest entry of the journal at path: delta
+// saveEntry durably writes the newest entry of the record file at path: delta
 // (if not nil) when the file is still exactly base, the file as this
 // process last wrote it, else the record's snapshot, which full encodes. It returns the
 // file's mark after the write. A new file is preallocated for a record of
-// steps delegates (journal_slot.go).
+// steps delegates (recordfile_slot.go).
 func saveEntry(fsys afero.Fs, path string, full func() ([]byte, error), delta []byte, base fileMark, steps int) (fileMark, error) {
 	mark, written, err := writeEntry(fsys, path, full, delta, base)
 	if err != nil || written {
@@ -63,12 +63,12 @@ func datasync(f afero.File) error {
 	return syncFile(f, true)
 }
 
-// decodeJournal replays a journal: from its newest full snapshot that
+// decodeRecordFile replays a record file: from its newest full snapshot that
 // verifies, each later line (a delta) applies on the record so far. Only
 // the final line may fail, and only if it is a torn append; an entry from a
 // future schema is never skipped. With no snapshot that verifies, the error
 // is that of the final line.
-func decodeJournal(data []byte) (*Record, error) {
+func decodeRecordFile(data []byte) (*Record, error) {
 	data, err := unpad(data)
 	if err != nil {
 		return nil, err
@@ -95,7 +95,7 @@ func decodeJournal(data []byte) (*Record, error) {
 			if i == last && !errors.Is(err, ErrFutureSchema) && torn(lines[i]) {
 				return rec, nil
 			}
-			return nil, fmt.Errorf("journal line %d: %w", i+1, err)
+			return nil, fmt.Errorf("line %d: %w", i+1, err)
 		}
 		rec = next
 	}
