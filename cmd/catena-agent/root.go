@@ -99,7 +99,7 @@ plugin, catena, whose delegates are the primary's plugins verbatim. With
 --delegate-versions auto (the default) each delegate's cniVersion is "auto" and
 the file's cniVersions adds 1.1.0 to the primary's versions: Catena speaks 1.1.0
 to the runtime and calls each plugin at what its binary supports. The file
-carries a marker ("catena.dev/generated") naming the primary and its sha256.
+carries a generated key ("catena.dev/generated") naming the primary and its sha256.
 It copies catena and catenactl into the CNI bin dir, and, before each write of
 the generated file and on every pass after it, adopts the attachments the
 primary made that Catena has no record of (from the runtime's libcni cache,

@@ -31,7 +31,7 @@ func uninstallCmd(e env) *cobra.Command {
 		Use:   "uninstall",
 		Short: "Remove Catena's generated conflist (and with --cni-bin-dir its binaries); never the primary's",
 		Long: `uninstall removes the generated conflist, only if it carries catena-agent's
-marker; the primary's own file is never touched, so the runtime loads it
+generated key (catena.dev/generated); the primary's own file is never touched, so the runtime loads it
 again at once. With --cni-bin-dir it also removes catena and catenactl from
 that dir. It then lists the attachments that still have a record in
 --cache-dir: pods created through Catena whose DEL now goes to the primary's

@@ -72,6 +72,6 @@ func generatedBy(path string) bool {
 	if err != nil {
 		return false
 	}
-	_, ok := nodeconf.ReadMarker(data)
+	_, ok := nodeconf.ReadGenerated(data)
 	return ok
 }

@@ -63,7 +63,7 @@ func netDirVerdict(confPath, dir string, plugins []nodeconf.DirPlugin) check {
 	if err != nil {
 		return problem(netDirCheckName, err.Error(), "fix the config file")
 	}
-	marker, generated := nodeconf.ReadMarker(data)
+	gen, generated := nodeconf.ReadGenerated(data)
 	switch {
 	case !list.LoadOnlyInlinedPlugins && len(plugins) > 0:
 		return problem(netDirCheckName,
@@ -73,14 +73,14 @@ func netDirVerdict(confPath, dir string, plugins []nodeconf.DirPlugin) check {
 		return ok(netDirCheckName, dir+": no plugin files")
 	case !generated:
 		return ok(netDirCheckName, fmt.Sprintf("%s: %d plugin file(s), not read: the config sets loadOnlyInlinedPlugins", dir, len(plugins)))
-	case marker.WrapsNetworkDir(plugins) && len(plugins) > 0:
+	case gen.WrapsNetworkDir(plugins) && len(plugins) > 0:
 		return ok(netDirCheckName, fmt.Sprintf("%s: %d plugin file(s), wrapped by catena-agent as %s; loadOnlyInlinedPlugins keeps the runtime from running them again",
 			dir, len(plugins), delegateRange(data, len(plugins))))
-	case len(marker.NetworkDir) == 0:
-		return ok(netDirCheckName, fmt.Sprintf("%s: %d plugin file(s), not wrapped: %s", dir, len(plugins), whyNotWrapped(filepath.Dir(confPath), marker.Source)))
+	case len(gen.NetworkDir) == 0:
+		return ok(netDirCheckName, fmt.Sprintf("%s: %d plugin file(s), not wrapped: %s", dir, len(plugins), whyNotWrapped(filepath.Dir(confPath), gen.Source)))
 	}
 	return problem(netDirCheckName,
-		fmt.Sprintf("%s: changed since catena-agent wrapped them (%d file(s) then, %d now): catena runs what it wrapped, the primary alone would run what is there now", dir, len(marker.NetworkDir), len(plugins)),
+		fmt.Sprintf("%s: changed since catena-agent wrapped them (%d file(s) then, %d now): catena runs what it wrapped, the primary alone would run what is there now", dir, len(gen.NetworkDir), len(plugins)),
 		"check that catena-agent runs and is ready (its /readyz names what it refuses)")
 }
 

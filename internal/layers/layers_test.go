@@ -323,7 +323,7 @@ func TestCheckFindsEveryBrokenRule(t *testing.T) {
 			"internal/retriertest":   {imports: []string{m + "/libchain", m + "/integration/schema1"}},
 			"integration/schema1":    {},
 			"libchain/libcnientry":   {imports: []string{m + "/libchain/events"}},
-			"libchain/events":       {imports: []string{m + "/cache"}},
+			"libchain/events":        {imports: []string{m + "/cache"}},
 			"node/reconcile/fakecri": {},
 		},
 	}, {

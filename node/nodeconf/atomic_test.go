@@ -118,7 +118,7 @@ func TestUninstall(t *testing.T) {
 	_, err = Uninstall(inst.Fs, confDir, ownName, "")
 	require.ErrorIs(t, err, ErrNotOurs)
 	_, err = inst.Fs.Stat(filepath.Join(confDir, ownName))
-	assert.NoError(t, err, "a file without the marker stays")
+	assert.NoError(t, err, "a file without the generated key stays")
 }
 
 // TestInstallBinariesInBoundedMemory: catena-agent installs the binaries

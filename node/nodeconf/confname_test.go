@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// generatedIn lists the conf dir's files that carry catena-agent's marker.
+// generatedIn lists the conf dir's files that carry catena-agent's generated key.
 func generatedIn(t *testing.T, fsys afero.Fs) []string {
 	t.Helper()
 	files, err := ConfFiles(fsys, confDir)
@@ -18,7 +18,7 @@ func generatedIn(t *testing.T, fsys afero.Fs) []string {
 	for _, f := range files {
 		data, err := afero.ReadFile(fsys, filepath.Join(confDir, f))
 		require.NoError(t, err)
-		if _, ok := ReadMarker(data); ok {
+		if _, ok := ReadGenerated(data); ok {
 			out = append(out, f)
 		}
 	}
@@ -50,7 +50,7 @@ func TestSyncAfterConfNameChange(t *testing.T) {
 				assert.Equal(t, pass == 1, st.Wrote, "pass %d", pass)
 				assert.Equal(t, []string{newName}, generatedIn(t, inst.Fs), "pass %d: one catena file", pass)
 			}
-			m, ok := ReadMarker(generatedFile(t, renamed))
+			m, ok := ReadGenerated(generatedFile(t, renamed))
 			require.True(t, ok)
 			assert.Equal(t, "10-p.conflist", m.Source)
 			assert.Contains(t, logs.String(), "00-catena.conflist")

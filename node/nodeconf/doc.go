@@ -14,7 +14,7 @@
 //	plugins.go          every plugin the primary names must be in a CNI bin dir (ErrPluginMissing)
 //	nesting.go          a primary's plugin that embeds Catena at any depth is refused
 //	wrap.go             Wrap and CatenaOptions: the generated conflist, the primary's plugins as Catena's delegates
-//	marker.go           Marker: the key that says catena-agent generated a file, and from which primary
+//	generated.go        Generated: the key that says catena-agent generated a file, and from which primary
 //	mode.go             the generated file's mode: at most the primary's
 //	atomic.go           WriteFileAtomic: temp file in the same dir, fsync, rename, fsync of the dir
 //	binaries.go         InstallBinaries: catena and catenactl copied into the CNI bin dir

@@ -65,7 +65,7 @@ func TestSyncRefusesBadInput(t *testing.T) {
 // TestSyncWraps: the generated file keeps the primary's list fields, has one
 // catena plugin whose delegates are the primary's plugins verbatim (but for
 // name and cniVersion, which libcni overrides), the union of their
-// capabilities and the marker; catena parses it.
+// capabilities and the generated key; catena parses it.
 func TestSyncWraps(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
@@ -133,7 +133,7 @@ func TestSyncWraps(t *testing.T) {
 			for n, d := range tc.wantDels {
 				assert.JSONEq(t, d, string(g.Plugins[0].Delegates[n]), "delegate %d verbatim", n)
 			}
-			m, ok := ReadMarker(out)
+			m, ok := ReadGenerated(out)
 			require.True(t, ok)
 			assert.Equal(t, tc.file, m.Source)
 			assert.Len(t, m.SHA256, 64)
@@ -149,7 +149,7 @@ func TestSyncWraps(t *testing.T) {
 
 // TestSyncPinsPrimary: with two candidates the lexically first is chosen
 // and kept when a file sorting earlier appears (logged), also by a new
-// Installer reading the generated file's marker; --primary-conf overrides.
+// Installer reading the generated file's generated key; --primary-conf overrides.
 func TestSyncPinsPrimary(t *testing.T) {
 	other := `{"cniVersion":"1.0.0","name":"other","plugins":[{"type":"ptp"}]}`
 	inst, logs := newTestInstaller(t, map[string]string{"20-b.conflist": other, "10-a.conflist": bridgeCL})
@@ -172,7 +172,7 @@ func TestSyncPinsPrimary(t *testing.T) {
 	st = mustSync(t, explicit)
 	assert.Equal(t, "20-b.conflist", st.Primary)
 	assert.True(t, st.Wrote)
-	m, _ := ReadMarker(generatedFile(t, explicit))
+	m, _ := ReadGenerated(generatedFile(t, explicit))
 	assert.Equal(t, "20-b.conflist", m.Source)
 }
 

@@ -23,12 +23,12 @@ const (
 
 // generatedList is the generated file as the tests look at it: libcni
 // v1.3's reading of its list fields (the runtime's view), the catena
-// plugin's delegates and capabilities, and the marker.
+// plugin's delegates and capabilities, and the generated key.
 type generatedList struct {
 	list      *libcni.NetworkConfigList
 	delegates []string
 	caps      map[string]bool
-	// netDir is the marker's record of the network dir's files.
+	// netDir is the generated key's record of the network dir's files.
 	netDir []struct {
 		File   string `json:"file"`
 		SHA256 string `json:"sha256"`
@@ -64,16 +64,16 @@ func readGenerated(t *testing.T, inst *Installer) generatedList {
 		g.delegates = append(g.delegates, string(d))
 	}
 	g.caps = plugins.Plugins[0].Capabilities
-	_, ok := ReadMarker(out)
+	_, ok := ReadGenerated(out)
 	require.True(t, ok)
 	var m struct {
-		Marker struct {
+		Generated struct {
 			NetworkDir json.RawMessage `json:"networkDir"`
 		} `json:"catena.dev/generated"`
 	}
 	require.NoError(t, json.Unmarshal(out, &m))
-	if m.Marker.NetworkDir != nil {
-		require.NoError(t, json.Unmarshal(m.Marker.NetworkDir, &g.netDir))
+	if m.Generated.NetworkDir != nil {
+		require.NoError(t, json.Unmarshal(m.Generated.NetworkDir, &g.netDir))
 	}
 	_, err = libchain.CatenaConf(out)
 	require.NoError(t, err, "catena refuses the generated file")
@@ -92,7 +92,7 @@ func assertDelegates(t *testing.T, want []string, got []string) {
 // 1.33 and later) appends <conf dir>/<network>/*.conf, in lexical order,
 // to a .conflist's plugins unless the list sets loadOnlyInlinedPlugins; a
 // .conf or .json primary is read as one plugin, without the dir. Catena
-// wraps exactly those plugins, records the files in the marker, and sets
+// wraps exactly those plugins, records the files in the generated key, and sets
 // loadOnlyInlinedPlugins in the generated file, which has the primary's
 // network name: otherwise the runtime would run the dir's plugins a second
 // time, after catena.

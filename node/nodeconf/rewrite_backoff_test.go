@@ -113,7 +113,7 @@ func TestContest(t *testing.T) {
 				assert.True(t, isHeld(err))
 				assert.False(t, st.Wrote)
 				assert.Contains(t, st.Reason, "at most once every "+step.String())
-				assert.NotContains(t, string(generatedFile(t, i)), MarkerKey, "nothing written while held")
+				assert.NotContains(t, string(generatedFile(t, i)), GeneratedKey, "nothing written while held")
 
 				now = now.Add(10 * time.Millisecond)
 				st, err = pass()

@@ -75,19 +75,19 @@ func shadowing(files []string, own string) []string {
 	return before
 }
 
-// markedFile is a config file of the conf dir, other than the generated
-// file's own name, that carries catena-agent's marker: the generated file
+// ownFile is a config file of the conf dir, other than the generated
+// file's own name, that carries catena-agent's generated key: the generated file
 // of an earlier --conf-name.
-type markedFile struct {
-	name   string
-	marker Marker
+type ownFile struct {
+	name string
+	gen  Generated
 }
 
 // generatedOthers returns the files among files, other than own, that
-// carry catena-agent's marker, in the runtime's order. A file that cannot
+// carry catena-agent's generated key, in the runtime's order. A file that cannot
 // be read is not one (choosing it as the primary then fails, saying why).
-func (i *Installer) generatedOthers(files []string) []markedFile {
-	var out []markedFile
+func (i *Installer) generatedOthers(files []string) []ownFile {
+	var out []ownFile
 	for _, f := range files {
 		if f == i.Cfg.ConfName {
 			continue
@@ -96,14 +96,14 @@ func (i *Installer) generatedOthers(files []string) []markedFile {
 		if err != nil {
 			continue
 		}
-		if m, ok := ReadMarker(data); ok {
-			out = append(out, markedFile{name: f, marker: m})
+		if m, ok := ReadGenerated(data); ok {
+			out = append(out, ownFile{name: f, gen: m})
 		}
 	}
 	return out
 }
 
-func names(gen []markedFile) []string {
+func names(gen []ownFile) []string {
 	out := make([]string, len(gen))
 	for n, g := range gen {
 		out[n] = g.name
@@ -144,27 +144,27 @@ func (i *Installer) choose(files []string) (string, error) {
 	return name, nil
 }
 
-// previousSource returns the primary named by the marker of the generated
+// previousSource returns the primary named by the generated key of the generated
 // file in place, else by the first file generated under another
 // --conf-name (others), or "".
-func (i *Installer) previousSource(others []markedFile) string {
+func (i *Installer) previousSource(others []ownFile) string {
 	data, err := readRegular(i.Fs, filepath.Join(i.Cfg.ConfDir, i.Cfg.ConfName), maxConfSize)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		i.Log.Warn("reading the generated conflist for its primary", "error", err)
 	}
-	usable := func(m Marker) bool {
+	usable := func(m Generated) bool {
 		return m.Source != "" && m.Source != i.Cfg.ConfName && m.Source == filepath.Base(m.Source) &&
 			!slices.Contains(names(others), m.Source)
 	}
-	if m, ok := ReadMarker(data); err == nil && ok && usable(m) {
+	if m, ok := ReadGenerated(data); err == nil && ok && usable(m) {
 		i.Log.Info("keeping the primary named by the generated conflist", "primary", m.Source)
 		return m.Source
 	}
 	for _, g := range others {
-		if usable(g.marker) {
+		if usable(g.gen) {
 			i.Log.Info("keeping the primary named by a conflist generated under another --conf-name",
-				"primary", g.marker.Source, "file", g.name)
-			return g.marker.Source
+				"primary", g.gen.Source, "file", g.name)
+			return g.gen.Source
 		}
 	}
 	return ""

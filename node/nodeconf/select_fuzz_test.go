@@ -18,7 +18,7 @@ import (
 // the runtime's order and extensions: what chooses the primary among the
 // conf dir's files, skips and follows catena-agent's generated files,
 // parses, checks nesting and wraps. Nothing panics; when a pass is ready,
-// exactly one file carries the marker (the generated file, named
+// exactly one file carries the generated key (the generated file, named
 // ConfName), it wraps a file of the dir that is not catena-agent's and
 // parses as a primary, and, when no file of the dir was catena-agent's, the
 // one the runtime would load; a second pass writes nothing.
@@ -53,7 +53,7 @@ func FuzzSyncConfDir(f *testing.F) {
 		require.Equal(t, []string{ownName}, generatedIn(t, fsys), "exactly one catena file")
 		require.False(t, slices.Contains(marked, st.Primary), "wrapped a generated file")
 		require.Contains(t, files, st.Primary)
-		m, ok := ReadMarker(generatedFile(t, inst))
+		m, ok := ReadGenerated(generatedFile(t, inst))
 		require.True(t, ok)
 		require.Equal(t, st.Primary, m.Source)
 		data, err := afero.ReadFile(fsys, filepath.Join(confDir, st.Primary))

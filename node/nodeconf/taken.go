@@ -31,7 +31,7 @@ type Taken struct {
 	// File is the generated file's path.
 	File string
 	// Backup is the path of File's .cilium_bak if it carries catena-agent's
-	// marker; "" if there is none.
+	// generated key; "" if there is none.
 	Backup string
 	// Cilium is Cilium's config file in the conf dir (a 05-cilium* file or
 	// one whose plugin is cilium-cni); "" if there is none.
@@ -60,14 +60,14 @@ func (t Taken) Error() string {
 }
 
 // WhoTook looks in dir for the traces of what took the generated file name
-// away: its .cilium_bak with catena-agent's marker, and Cilium's config.
+// away: its .cilium_bak with catena-agent's generated key, and Cilium's config.
 func WhoTook(fsys afero.Fs, dir, name string) (Taken, error) {
 	t := Taken{File: filepath.Join(dir, name)}
 	backup := t.File + CiliumBackup
 	data, err := readRegular(fsys, backup, maxConfSize)
 	switch {
 	case err == nil:
-		if _, ok := ReadMarker(data); ok {
+		if _, ok := ReadGenerated(data); ok {
 			t.Backup = backup
 		}
 	case !errors.Is(err, fs.ErrNotExist):

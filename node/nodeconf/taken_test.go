@@ -10,7 +10,7 @@ import (
 )
 
 // TestWhoTook: Cilium is named only when the generated file's .cilium_bak
-// (with catena-agent's marker) and Cilium's config are both there.
+// (with catena-agent's generated key) and Cilium's config are both there.
 func TestWhoTook(t *testing.T) {
 	own := filepath.Join(confDir, ownName)
 	for _, tc := range []struct {

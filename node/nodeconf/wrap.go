@@ -85,7 +85,7 @@ type generated struct {
 	// network name, and a runtime with libcni v1.3 would otherwise append
 	// the network dir's plugins after catena, which runs them already.
 	LoadOnlyInlinedPlugins bool           `json:"loadOnlyInlinedPlugins"`
-	Marker                 Marker         `json:"catena.dev/generated"`
+	Generated              Generated      `json:"catena.dev/generated"`
 	Plugins                []catenaPlugin `json:"plugins"`
 }
 
@@ -95,7 +95,7 @@ type generated struct {
 // loadOnlyInlinedPlugins; one catena plugin whose delegates are p's plugins
 // (its own, then its network dir's) verbatim but for the name and
 // cniVersion that libcni overrides in every plugin, and whose capabilities
-// are the union of theirs; and the marker naming p's file and hash and the
+// are the union of theirs; and the generated key naming p's file and hash and the
 // network dir's files and hashes. The result is validated as the catena
 // plugin will parse it, so an invalid delegate is refused here, before
 // anything is written.
@@ -143,9 +143,9 @@ func Wrap(p *Primary, opts CatenaOptions) ([]byte, error) {
 	if len(caps) > 0 {
 		plugin.Capabilities = caps
 	}
-	marker := Marker{By: markerBy, Source: p.File, SHA256: p.SHA256}
+	gen := Generated{By: generatedBy, Source: p.File, SHA256: p.SHA256}
 	for _, dp := range p.DirPlugins {
-		marker.NetworkDir = append(marker.NetworkDir, MarkedFile{File: dp.File, SHA256: dp.SHA256})
+		gen.NetworkDir = append(gen.NetworkDir, WrappedFile{File: dp.File, SHA256: dp.SHA256})
 	}
 	cniVersions := p.versions.CNIVersions
 	if opts.DelegateVersions == DelegateVersionsAuto {
@@ -160,7 +160,7 @@ func Wrap(p *Primary, opts CatenaOptions) ([]byte, error) {
 		DisableCheck:           p.List.DisableCheck,
 		DisableGC:              p.List.DisableGC,
 		LoadOnlyInlinedPlugins: true,
-		Marker:                 marker,
+		Generated:              gen,
 		Plugins:                []catenaPlugin{plugin},
 	}, "", "  ")
 	if err != nil {

@@ -76,7 +76,7 @@ func FuzzParsePrimaryWrap(f *testing.F) {
 }
 
 // embedsCatena reports, without a depth bound, whether raw holds an object
-// with a type key (any case) of "catena" or a marker key.
+// with a type key (any case) of "catena" or a generated key key.
 func embedsCatena(t *testing.T, raw json.RawMessage) bool {
 	var v any
 	require.NoError(t, json.Unmarshal(raw, &v))
@@ -85,7 +85,7 @@ func embedsCatena(t *testing.T, raw json.RawMessage) bool {
 		switch x := v.(type) {
 		case map[string]any:
 			for k, e := range x {
-				if strings.EqualFold(k, MarkerKey) || (strings.EqualFold(k, "type") && e == "catena") || walk(e) {
+				if strings.EqualFold(k, GeneratedKey) || (strings.EqualFold(k, "type") && e == "catena") || walk(e) {
 					return true
 				}
 			}
