@@ -136,24 +136,20 @@ func CheckCodeMap(fsys fs.FS, page string, pkgs []string) ([]Problem, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", page, err)
 	}
-	type row struct {
-		line int
-		desc string
-	}
-	rows := map[string]row{}
+	rows := map[string]string{} // a row's directory to what it holds
 	var out []Problem
 	for i, line := range strings.Split(string(b), "\n") {
 		m := codeMapRow.FindStringSubmatch(strings.TrimSpace(line))
 		if m == nil {
 			continue
 		}
-		rows[m[1]] = row{i + 1, m[2]}
+		rows[m[1]] = m[2]
 		if st, err := fs.Stat(fsys, m[1]); err != nil || !st.IsDir() {
 			out = append(out, Problem{page, i + 1, fmt.Sprintf("code map: %s/ is not a directory of the repository", m[1])})
 		}
 	}
 	for _, pkg := range pkgs {
-		if !codeMapCovers(pkg, func(dir string) (string, bool) { r, ok := rows[dir]; return r.desc, ok }) {
+		if !codeMapCovers(pkg, rows) {
 			out = append(out, Problem{page, 1, fmt.Sprintf("code map: package %s has no row, and no row above it names it", pkg)})
 		}
 	}
@@ -162,12 +158,12 @@ func CheckCodeMap(fsys fs.FS, page string, pkgs []string) ([]Problem, error) {
 
 // codeMapCovers says whether pkg has a row, or a directory above it has a
 // row naming the rest of its path.
-func codeMapCovers(pkg string, row func(dir string) (string, bool)) bool {
-	if _, ok := row(pkg); ok {
+func codeMapCovers(pkg string, rows map[string]string) bool {
+	if _, ok := rows[pkg]; ok {
 		return true
 	}
 	for dir := path.Dir(pkg); dir != "."; dir = path.Dir(dir) {
-		desc, ok := row(dir)
+		desc, ok := rows[dir]
 		if !ok {
 			continue
 		}
