@@ -14,19 +14,18 @@ import (
 
 // Add runs the chain's ADD, recording every step durably. On failure it rolls
 // back, in reverse, everything that succeeded.
-func (e *Engine) Add(ctx context.Context, req Request) (res types.Result, err error) {
-	ctx, t := e.begin(ctx, "ADD", req.Key())
-	t.pod(req.Args.Args)
-	defer func() { e.finish(t, req.Conf.SlowThreshold, err) }()
-	// No other attachment's teardown is ever retried here: see KickRetry.
-	return e.add(ctx, req)
+func (e *Engine) Add(ctx context.Context, req Request) (types.Result, error) {
+	var res types.Result
+	err := e.runVerb(ctx, "ADD", req, func(ctx context.Context, key cache.Key) (err error) {
+		// No other attachment's teardown is ever retried here: see KickRetry.
+		res, err = e.add(ctx, req, key)
+		return err
+	})
+	return res, err
 }
 
-func (e *Engine) add(ctx context.Context, req Request) (types.Result, error) {
-	key, err := validKey(req)
-	if err != nil {
-		return nil, err
-	}
+func (e *Engine) add(ctx context.Context, req Request, key cache.Key) (types.Result, error) {
+	var err error
 	// Before any lock or hold: a VERSION not cached yet may take a while.
 	if req, err = e.resolveAll(ctx, req, "ADD"); err != nil {
 		return nil, err

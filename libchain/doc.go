@@ -14,6 +14,7 @@
 //
 //	doc.go            this comment
 //	engine.go         Engine and Request: the attachment's lock, the record's writes, the clock and the log
+//	verb.go           how ADD, DEL and CHECK begin: the trace, the key check, then for DEL and CHECK the lock and the record
 //	add.go            ADD: one durable write before each delegate, rollback in reverse on failure
 //	teardown.go       DEL and the teardown that rollback, DEL, GC and the retries share; a corrupt record quarantined
 //	verbs.go          CHECK, STATUS and GC as the runtime calls them

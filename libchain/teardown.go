@@ -18,33 +18,25 @@ import (
 // (orphan.go); without one, a DEL handed the result of an ADD as its
 // prevResult DELs every delegate best-effort, without CNI_NETNS, and a DEL
 // without one invokes nothing; both succeed.
-func (e *Engine) Del(ctx context.Context, req Request) (err error) {
-	ctx, t := e.begin(ctx, "DEL", req.Key())
-	t.pod(req.Args.Args)
-	defer func() { e.finish(t, req.Conf.SlowThreshold, err) }()
-	return e.del(ctx, req)
+func (e *Engine) Del(ctx context.Context, req Request) error {
+	return e.runVerb(ctx, "DEL", req, func(ctx context.Context, key cache.Key) error {
+		return e.locked(ctx, req, key, "DEL", func(rec *cache.Record, err error) error {
+			return e.del(ctx, req, key, rec, err)
+		})
+	})
 }
 
-func (e *Engine) del(ctx context.Context, req Request) error {
-	key, err := validKey(req)
-	if err != nil {
-		return err
-	}
-	unlock, err := e.lock(ctx, req, key, "DEL")
-	if err != nil {
-		return err
-	}
-	defer unlock()
-
-	rec, err := e.Store.Load(key)
+// del is DEL with the attachment's lock held and its record read (loadErr
+// the read's error).
+func (e *Engine) del(ctx context.Context, req Request, key cache.Key, rec *cache.Record, loadErr error) error {
 	switch {
-	case errors.Is(err, cache.ErrNotFound):
+	case errors.Is(loadErr, cache.ErrNotFound):
 		return e.delNoRecord(ctx, req, key)
-	case errors.Is(err, cache.ErrCorrupt):
-		e.recoverCorrupt(ctx, req, key, err)
+	case errors.Is(loadErr, cache.ErrCorrupt):
+		e.recoverCorrupt(ctx, req, key, loadErr)
 		return nil
-	case err != nil:
-		return cniError(types.ErrIOFailure, "DEL %s: reading record: %w", key, err)
+	case loadErr != nil:
+		return cniError(types.ErrIOFailure, "DEL %s: reading record: %w", key, loadErr)
 	}
 	if err := e.teardown(ctx, req.Conf, rec, req.Args, byRuntime); err != nil {
 		return cniErrorCode(types.ErrTryAgainLater, "DEL %s: %w; still held and recorded, retry DEL", key, err)

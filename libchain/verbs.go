@@ -13,29 +13,22 @@ import (
 
 // Check forwards CHECK to the delegates in order, each with its cached config
 // and the cached final result. It is an error if there is no complete record.
-func (e *Engine) Check(ctx context.Context, req Request) (err error) {
-	ctx, t := e.begin(ctx, "CHECK", req.Key())
-	t.pod(req.Args.Args)
-	defer func() { e.finish(t, req.Conf.SlowThreshold, err) }()
-	return e.check(ctx, req)
+func (e *Engine) Check(ctx context.Context, req Request) error {
+	return e.runVerb(ctx, "CHECK", req, func(ctx context.Context, key cache.Key) error {
+		return e.locked(ctx, req, key, "CHECK", func(rec *cache.Record, err error) error {
+			return e.check(ctx, req, key, rec, err)
+		})
+	})
 }
 
-func (e *Engine) check(ctx context.Context, req Request) error {
-	key, err := validKey(req)
-	if err != nil {
-		return err
-	}
-	unlock, err := e.lock(ctx, req, key, "CHECK")
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	rec, err := e.Store.Load(key)
+// check is CHECK with the attachment's lock held and its record read
+// (loadErr the read's error).
+func (e *Engine) check(ctx context.Context, req Request, key cache.Key, rec *cache.Record, loadErr error) error {
 	switch {
-	case errors.Is(err, cache.ErrNotFound):
+	case errors.Is(loadErr, cache.ErrNotFound):
 		return cniError(types.ErrUnknownContainer, "CHECK %s: no record: the attachment was never added or was deleted", key)
-	case err != nil:
-		return cniError(types.ErrIOFailure, "CHECK %s: reading record: %w", key, err)
+	case loadErr != nil:
+		return cniError(types.ErrIOFailure, "CHECK %s: reading record: %w", key, loadErr)
 	case rec.Phase != cache.PhaseComplete:
 		return cniError(types.ErrUnknownContainer, "CHECK %s: the attachment is not complete (phase %s)", key, rec.Phase)
 	}
