@@ -37,6 +37,7 @@
 //
 // A Store (store.go) is a Locker plus Load, Save, Remove, Quarantine, List
 // and SweepTemps. DiskStore is the one on disk; MemLocker serves the tests.
+// ExampleDiskStore (example_test.go) shows a record's life in it.
 // A Store may also implement, and the engine asks for each by a type
 // assertion, doing without when it is missing:
 //

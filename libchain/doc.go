@@ -4,8 +4,9 @@
 //
 // The engine is pure logic over two small interfaces: an Executor (the
 // mains wire in libchain/invoke, which runs delegates as processes) and a
-// cache.Store. Its sub-packages: invoke (the process machinery), journal
-// (the event journal every operation is written to), libcnientry (the
+// cache.Store; ExampleEngine (example_test.go) runs a chain over both.
+// Its sub-packages: invoke (the process machinery), events (the event
+// journal every operation is written to), libcnientry (the
 // runtime's libcni cache entries a DEL adopts), release (Catena's version
 // and the binary's commit, which the binaries print), and internal/failpoint
 // and internal/textbound, which the engine and invoke share.
