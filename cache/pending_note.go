@@ -27,7 +27,8 @@ type Pending struct {
 }
 
 // A marker holds one line, "v1 <due, Unix nanoseconds> <attempts>\n". An
-// empty marker (as earlier builds wrote) is due at once with no attempts.
+// empty marker (a rewrite that a crash cut short after its truncation) is
+// due at once with no attempts.
 const (
 	noteVersion = "v1"
 	// maxNoteSize bounds what is read of a marker: a valid line is at most

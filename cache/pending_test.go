@@ -59,7 +59,7 @@ func TestTeardownIndex(t *testing.T) {
 	})
 }
 
-// TestTeardownIndexOddMarkers: a marker of an earlier build (empty) or one
+// TestTeardownIndexOddMarkers: an empty marker (a rewrite a crash cut short) or one
 // that is torn or garbage is due at once, and says why when it is bad; an
 // entry that is not a regular file is ignored.
 func TestTeardownIndexOddMarkers(t *testing.T) {
@@ -81,7 +81,7 @@ func TestTeardownIndexOddMarkers(t *testing.T) {
 			byCID[p.Key.ContainerID] = p
 		}
 		assert.Equal(t, testKey("later"), got[3].Key, "the noted one is due last")
-		assert.NoError(t, byCID["legacy"].Bad, "an empty marker is an earlier build's, not a bad one")
+		assert.NoError(t, byCID["legacy"].Bad, "an empty marker is a cut-short rewrite, not a bad one")
 		for _, cid := range []string{"legacy", "torn", "garbage"} {
 			assert.Equal(t, dueAtOnce(), byCID[cid].Note, cid)
 		}
@@ -98,7 +98,7 @@ func TestNoteCodec(t *testing.T) {
 		in   string
 		want PendingNote
 	}{
-		{name: "empty: an earlier build's marker", in: "", want: dueAtOnce()},
+		{name: "empty: a cut-short rewrite", in: "", want: dueAtOnce()},
 		{name: "note", in: fmt.Sprintf("v1 %d 3\n", t0.UnixNano()), want: PendingNote{Due: t0, Attempts: 3}},
 		{name: "leading zeros", in: "v1 007 0001\n", want: PendingNote{Due: time.Unix(0, 7).UTC(), Attempts: 1}},
 		{name: "latest due", in: "v1 9223372036854775807 1000000\n", want: PendingNote{Due: time.Unix(0, math.MaxInt64).UTC(), Attempts: 1000000}},

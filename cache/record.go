@@ -149,8 +149,9 @@ type Record struct {
 	NetNS      string `json:"netns,omitempty"`
 	// NetNSID is the identity of the namespace at NetNS at ADD, so that a
 	// teardown no runtime asked for passes NetNS only while the file there
-	// is still that namespace. Absent in records of earlier builds: their
-	// NetNS cannot be verified, and such teardowns pass no netns.
+	// is still that namespace. Absent when the namespace could not be
+	// identified at ADD, or in a record adopted from the runtime's libcni
+	// cache: its NetNS cannot be verified, and such teardowns pass no netns.
 	NetNSID *NetNSIdentity `json:"netnsID,omitempty"`
 	Args    string         `json:"args,omitempty"`
 	// PrevResult is the prevResult Catena itself received on ADD, if any.

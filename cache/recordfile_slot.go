@@ -27,8 +27,8 @@ import (
 // the first zero is damage (a bit flip in an entry, or in the padding) and
 // makes the file corrupt rather than silently shorter.
 //
-// A record file written before this layout (schema-1 records of earlier
-// releases) has no padding: an entry is appended to it as before.
+// A record file whose zeros ran out (or that has none) takes its next
+// entry appended at its end.
 
 const (
 	// slotPage is the unit files are preallocated in.

@@ -20,7 +20,6 @@
 //	crio_                  a private CRI-O per test (crio_harness_test.go; testdata/runcwrap): the seed
 //	                       failure, GC, STATUS and CHECK, hostPorts, restarts; bin/crio from `make crio`
 //	reconcile_             the node reconciler against a real runtime
-//	upgrade_schema1_       a node upgraded from schema-1 records (integration/schema1)
 //	readme_                the README's shell blocks run
 //	k8s_                   TestKubernetesNode: a real single-node cluster, its scenarios and the chaos soak
 //	                       (k8s_soak_owner_: its owner check over the spy's log, and that check's tests)

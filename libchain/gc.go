@@ -335,7 +335,7 @@ func (e *Engine) collectOne(ctx context.Context, req Request, key cache.Key, p g
 	case dead:
 	case p.opts.StaleNetNS:
 		// Stale: the netns is gone, or another namespace now stands at
-		// its path. A record without an identity (an earlier build) whose
+		// its path. A record without a netns identity (adopted, or not identified at ADD) whose
 		// path exists cannot be judged, and is kept.
 		switch state, why := e.netnsState(rec); state {
 		case nsNone:

@@ -32,7 +32,7 @@ func (l *procLook) get() (NetNSProcesses, error) {
 //     is unknown, a process in any namespace with its inode counts);
 //   - the scan could not see every process, and its netns path is still
 //     the namespace of its ADD (or cannot be read);
-//   - it has no identity (an earlier build) and its netns path still
+//   - it has no netns identity (adopted, or not identified at ADD) and its netns path still
 //     exists, so that nothing tells whether its sandbox is gone;
 //   - the runtime's list is empty (emptyList: null or []), which proves
 //     nothing (a runtime that forgot its sandboxes, or the wrong one), and

@@ -217,7 +217,7 @@ func (e *Engine) netnsStateAt(rec *cache.Record, path string) (nsState, string) 
 	case err != nil:
 		return nsUnverified, "netns " + path + " cannot be read: " + err.Error()
 	case rec.NetNSID == nil:
-		return nsUnverified, "netns " + path + " exists, but the record (from an earlier build) has no identity to tell whether it is the same namespace"
+		return nsUnverified, "netns " + path + " exists, but the record (adopted, or not identified at ADD) has no identity to tell whether it is the same namespace"
 	}
 	switch CompareNetNS(*rec.NetNSID, cur) {
 	case NetNSOther:
@@ -242,9 +242,9 @@ func (e *Engine) netnsStateAt(rec *cache.Record, path string) (nsState, string) 
 // teardown, and counted in the operation's journal line (Op.NetNSReplaced).
 //
 // A gone path is passed on as the runtime gave it (the delegates' DEL
-// accepts a missing namespace), and a record of an earlier build, with no
-// identity to compare, keeps the runtime's path, as does a path on the
-// ADD's inode whose namespace ID is unknown (recorded or now: nothing
+// accepts a missing namespace); a record with no netns identity to
+// compare (adopted, or not identified at ADD) keeps the runtime's path, as
+// does a path on the ADD's inode whose namespace ID is unknown (recorded or now: nothing
 // proves it another namespace); a teardown nobody asked for passes none of
 // these, since nothing proves the path still the ADD's namespace.
 func (e *Engine) teardownNetNS(ctx context.Context, rec *cache.Record, path string, by teardownBy) string {

@@ -89,8 +89,8 @@ func TestNetNSState(t *testing.T) {
 		{name: "another namespace at the path", netns: path, recorded: true, then: func(f *fakeNetNS) { f.create(path) }, wantState: nsReplaced},
 		{name: "another namespace with the reused inode", netns: path, recorded: true, then: func(f *fakeNetNS) { f.reuseInode(path) }, wantState: nsReplaced},
 		{name: "unreadable", netns: path, recorded: true, then: func(f *fakeNetNS) { f.errs[path] = fs.ErrPermission }, wantState: nsUnverified},
-		{name: "record of an earlier build, path exists", netns: path, then: func(*fakeNetNS) {}, wantState: nsUnverified, wantRuntime: path},
-		{name: "record of an earlier build, path gone", netns: path, then: func(f *fakeNetNS) { f.remove(path) }, wantState: nsGone, wantRuntime: path},
+		{name: "record with no netns identity, path exists", netns: path, then: func(*fakeNetNS) {}, wantState: nsUnverified, wantRuntime: path},
+		{name: "record with no netns identity, path gone", netns: path, then: func(f *fakeNetNS) { f.remove(path) }, wantState: nsGone, wantRuntime: path},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -237,8 +237,8 @@ func TestEveryTeardownChecksTheNamespace(t *testing.T) {
 }
 
 // TestGCStaleNetNSReplaced: GC --stale-netns treats a path where another
-// namespace now stands as stale, and keeps a record of an earlier build
-// (no identity) whose path exists, which it cannot judge.
+// namespace now stands as stale, and keeps a record with no netns identity
+// (adopted, or not identified at ADD) whose path exists, which it cannot judge.
 func TestGCStaleNetNSReplaced(t *testing.T) {
 	h := newNSHarness(t)
 	for _, cid := range []string{"same", "replaced", "legacy"} {

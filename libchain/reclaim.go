@@ -83,8 +83,8 @@ func (e *Engine) Reclaim(ctx context.Context, key cache.Key, opts ReclaimOptions
 
 // abandonOverdue marks abandoned every step of rec whose required DEL has
 // failed for at least after, saves the record, and logs and events each
-// as an ABANDON operation. A step without DelFailedSince (a record of an
-// earlier build) cannot be judged and is kept.
+// as an ABANDON operation. A step without DelFailedSince (nothing says how
+// long its DEL has failed) cannot be judged and is kept.
 func (e *Engine) abandonOverdue(ctx context.Context, rec *cache.Record, after time.Duration) ([]int, error) {
 	now := e.now()
 	var idx []int

@@ -320,8 +320,8 @@ func TestCheckFindsEveryBrokenRule(t *testing.T) {
 			"cmd/catena-agent":       {imports: []string{m + "/node/adopt", m + "/cmd/internal/cli"}, deps: []string{"k8s.io/client-go/kubernetes"}},
 			"plugins/catena":         {imports: []string{m + "/libchain/libcnientry"}, deps: []string{m + "/libchain/libcnientry", m + "/libchain", m + "/cache"}},
 			"plugins/testing/noop":   {deps: []string{"github.com/containernetworking/cni/pkg/skel"}},
-			"internal/retriertest":   {imports: []string{m + "/libchain", m + "/integration/schema1"}},
-			"integration/schema1":    {},
+			"internal/retriertest":   {imports: []string{m + "/libchain", m + "/integration/fixture"}},
+			"integration/fixture":    {},
 			"libchain/libcnientry":   {imports: []string{m + "/libchain/events"}},
 			"libchain/events":        {imports: []string{m + "/cache"}},
 			"node/reconcile/fakecri": {},
@@ -360,10 +360,10 @@ func TestCheckFindsEveryBrokenRule(t *testing.T) {
 		want: []string{`cmd/catena-agent imports internal/clitest: packages under internal/ are test helpers, imported only by tests`},
 	}, {
 		name: "the engine imports a test helper of integration",
-		pkgs: map[string]edge{"libchain": {imports: []string{m + "/integration/schema1"}}},
+		pkgs: map[string]edge{"libchain": {imports: []string{m + "/integration/fixture"}}},
 		want: []string{
-			`libchain imports integration/schema1: layer "engine" (1) imports from the higher layer "test helpers" (2)`,
-			`libchain imports integration/schema1: packages under integration/ are test helpers, imported only by tests`,
+			`libchain imports integration/fixture: layer "engine" (1) imports from the higher layer "test helpers" (2)`,
+			`libchain imports integration/fixture: packages under integration/ are test helpers, imported only by tests`,
 		},
 	}, {
 		name: "a package no layer covers",

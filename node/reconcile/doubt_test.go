@@ -50,7 +50,7 @@ func TestEmptyListIsDoubt(t *testing.T) {
 	}{
 		{"empty list, pods alive (a process in the netns of their ADD)", nil, func(w *world, cid string) { w.podLives(cid) },
 			ActAlive, []string{"pid 4242 (pause) is in the netns of its ADD"}, false, false},
-		{"empty list, records without a netns identity (earlier build, adopted)", nil, func(w *world, cid string) {
+		{"empty list, records without a netns identity (adopted, or not identified at ADD)", nil, func(w *world, cid string) {
 			rec := mustLoad(w.t.(*testing.T), w, cid)
 			rec.NetNSID = nil
 			require.NoError(w.t, w.store.Save(rec))

@@ -69,7 +69,7 @@ func judge(obs NetNSObserver, procs Processes, rec *cache.Record) Evidence {
 		if who := procs.Holder(cur); err == nil && who != "" {
 			return Evidence{NSAlive, fmt.Sprintf("%s is in netns %s (the record has no netns identity to tell whether it is the namespace of its ADD)", who, path)}
 		}
-		return Evidence{NSUnknown, "the record (from an earlier build, or adopted) has no netns identity to prove its namespace gone"}
+		return Evidence{NSUnknown, "the record (adopted, or not identified at ADD) has no netns identity to prove its namespace gone"}
 	}
 	// Holder and CompareNetNS read an unknown namespace ID (0, recorded
 	// or now) as doubt, never as another namespace.
