@@ -8,10 +8,10 @@ GO ?= go
 BIN := $(CURDIR)/bin
 CNI_BIN := $(BIN)/cni
 # Static binaries: no dynamic loader on the start-up path of every CNI call.
-# go build stamps each binary with the commit of the .git directory it finds
+# go build records in each binary the commit of the .git directory it finds
 # above the package (vcs.revision, vcs.modified), which --version prints. A
 # linked git worktree's .git is a file, which Go does not recognise: it would
-# stamp an enclosing checkout's commit, if any, so such a tree builds with
+# record an enclosing checkout's commit, if any, so such a tree builds with
 # -buildvcs=false (commit unknown). A real checkout asks for -buildvcs=auto,
 # whatever GOFLAGS the Go environment sets.
 VCSFLAG := $(if $(wildcard $(CURDIR)/.git/.),-buildvcs=auto,$(if $(wildcard $(CURDIR)/.git),-buildvcs=false))

@@ -185,7 +185,7 @@ func (s *DiskStore) Save(rec *Record) error {
 		return fmt.Errorf("save record: %w", err)
 	}
 	// A delta only against the file exactly as this store last wrote it
-	// (saveEntry checks the mark on the handle it appends through); a
+	// (saveEntry checks the signature on the handle it appends through); a
 	// Save that fails leaves nothing remembered.
 	prev, ok := s.memo.take(key)
 	exists, err := s.checkNetworkDir(key)
@@ -224,11 +224,11 @@ func (s *DiskStore) Save(rec *Record) error {
 		}
 		return data, nil
 	})
-	mark, err := saveEntry(s.fs, s.recordPath(key), full, delta, prev.mark, len(rec.Steps))
+	sig, err := saveEntry(s.fs, s.recordPath(key), full, delta, prev.sig, len(rec.Steps))
 	if err != nil {
 		return fmt.Errorf("save record %s: %w", key, err)
 	}
-	s.memo.put(key, lastWrite{sums: sums, mark: mark})
+	s.memo.put(key, lastWrite{sums: sums, sig: sig})
 	return nil
 }
 

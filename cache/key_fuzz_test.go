@@ -92,8 +92,8 @@ func checkRefused(t *testing.T, s *DiskStore, key Key) {
 	if p, err := s.Quarantine(key); err == nil || p != "" {
 		t.Fatalf("Quarantine of invalid %q: %q, %v", key, p, err)
 	}
-	if err := s.MarkTeardown(key, PendingNote{}); err == nil {
-		t.Fatalf("MarkTeardown of invalid %q succeeded", key)
+	if err := s.NotePending(key, PendingNote{}); err == nil {
+		t.Fatalf("NotePending of invalid %q succeeded", key)
 	}
 	if s.Path(key) != "" {
 		t.Fatalf("Path of invalid %q: %q", key, s.Path(key))

@@ -62,12 +62,12 @@ func TestLongKeysOnDisk(t *testing.T) {
 			keys, err := s.List()
 			require.NoError(t, err)
 			assert.Equal(t, []Key{key}, keys)
-			require.NoError(t, s.MarkTeardown(key, PendingNote{}))
+			require.NoError(t, s.NotePending(key, PendingNote{}))
 			pend, err := s.PendingTeardown(key.Network, 5)
 			require.NoError(t, err)
 			require.Len(t, pend, 1)
 			assert.Equal(t, key, pend[0].Key)
-			require.NoError(t, s.ClearTeardown(key))
+			require.NoError(t, s.ClearPending(key))
 
 			// a temp file that a crash left, swept by its key's lock
 			tmp := tempPath(s.Path(key))
@@ -117,7 +117,7 @@ func TestHashedNamesAreChecked(t *testing.T) {
 // written; one that fits, appended to a record file that it would take past
 // the limit, compacts it instead, so that it loads back.
 func TestSaveNeverWritesWhatLoadRefuses(t *testing.T) {
-	// Save stamps Updated with the time now, whose RFC 3339 fraction is
+	// Save sets Updated to the time now, whose RFC 3339 fraction is
 	// 0 to 9 digits long (trailing zeros are dropped): sized encodes with a
 	// full 9-digit fraction, so what Save writes is n minus up to 10 bytes,
 	// and "over" must be over by more than that.

@@ -18,11 +18,11 @@ import (
 // whose record is gone is simply cleared, and GC and repair scan every
 // record anyway. Entries need no fsync for the same reason.
 type TeardownIndex interface {
-	// MarkTeardown notes (or re-notes) that key's record needs teardown,
+	// NotePending notes (or re-notes) that key's record needs teardown,
 	// next due as note says.
-	MarkTeardown(key Key, note PendingNote) error
-	// ClearTeardown removes the note; a missing note is not an error.
-	ClearTeardown(key Key) error
+	NotePending(key Key, note PendingNote) error
+	// ClearPending removes the note; a missing note is not an error.
+	ClearPending(key Key) error
 	// PendingTeardown returns up to max noted keys of network, the one
 	// due soonest first (then by key). A note that cannot be read as one
 	// is due at once.
@@ -44,37 +44,37 @@ func (s *DiskStore) pendingPath(key Key) string {
 	return filepath.Join(s.dir, pendingDir, networkDirName(key.Network), keyName(key))
 }
 
-// MarkTeardown implements TeardownIndex.
-func (s *DiskStore) MarkTeardown(key Key, note PendingNote) error {
+// NotePending implements TeardownIndex.
+func (s *DiskStore) NotePending(key Key, note PendingNote) error {
 	if err := key.Validate(); err != nil {
-		return fmt.Errorf("mark teardown: %w", err)
+		return fmt.Errorf("note pending teardown: %w", err)
 	}
 	path := s.pendingPath(key)
 	if err := s.fs.MkdirAll(filepath.Dir(path), dirPerm); err != nil {
-		return fmt.Errorf("mark teardown of %s: %w", key, err)
+		return fmt.Errorf("note pending teardown of %s: %w", key, err)
 	}
 	f, err := s.fs.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, filePerm)
 	if err != nil {
-		return fmt.Errorf("mark teardown of %s: %w", key, err)
+		return fmt.Errorf("note pending teardown of %s: %w", key, err)
 	}
 	_, werr := f.Write(EncodeNote(note))
 	if err := errors.Join(werr, f.Close()); err != nil {
-		return fmt.Errorf("mark teardown of %s: %w", key, err)
+		return fmt.Errorf("note pending teardown of %s: %w", key, err)
 	}
 	return nil
 }
 
-// ClearTeardown implements TeardownIndex.
-func (s *DiskStore) ClearTeardown(key Key) error {
+// ClearPending implements TeardownIndex.
+func (s *DiskStore) ClearPending(key Key) error {
 	if err := key.Validate(); err != nil {
-		return fmt.Errorf("clear teardown: %w", err)
+		return fmt.Errorf("clear pending teardown: %w", err)
 	}
 	err := s.fs.Remove(s.pendingPath(key))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
 	case err != nil:
-		return fmt.Errorf("clear teardown of %s: %w", key, err)
+		return fmt.Errorf("clear pending teardown of %s: %w", key, err)
 	}
 	s.dropLoneStamp(key.Network)
 	return nil

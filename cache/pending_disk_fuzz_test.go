@@ -64,7 +64,7 @@ func FuzzPendingFromDisk(f *testing.F) {
 				t.Fatalf("marker %q: %+v (bad %v), the parser says %+v (%v)", content, p.Note, p.Bad, want, perr)
 			}
 			note := PendingNote{Due: want.Due.Add(1), Attempts: 2}
-			if err := s.MarkTeardown(p.Key, note); err != nil {
+			if err := s.NotePending(p.Key, note); err != nil {
 				t.Fatalf("re-noting %s: %v", p.Key, err)
 			}
 			again, err := s.PendingTeardown("podnet", 10)

@@ -29,7 +29,7 @@ func TestRetryDueFollowsTheStamp(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, due, "nothing pending")
 
-	require.NoError(t, s.MarkTeardown(k1, PendingNote{Due: now.Add(10 * time.Second), Attempts: 1}))
+	require.NoError(t, s.NotePending(k1, PendingNote{Due: now.Add(10 * time.Second), Attempts: 1}))
 	due, err = s.RetryDue("net", now)
 	require.NoError(t, err)
 	assert.True(t, due, "a marker and no stamp")
@@ -46,19 +46,19 @@ func TestRetryDueFollowsTheStamp(t *testing.T) {
 	assert.True(t, due, "the next is due")
 
 	// A rewrite in place (a failed retry) leaves the stamp valid.
-	require.NoError(t, s.MarkTeardown(k1, PendingNote{Due: now.Add(20 * time.Second), Attempts: 2}))
+	require.NoError(t, s.NotePending(k1, PendingNote{Due: now.Add(20 * time.Second), Attempts: 2}))
 	due, err = s.RetryDue("net", now)
 	require.NoError(t, err)
 	assert.False(t, due, "a marker rewritten in place")
 
-	require.NoError(t, s.MarkTeardown(k2, PendingNote{Due: now.Add(time.Second), Attempts: 1}))
+	require.NoError(t, s.NotePending(k2, PendingNote{Due: now.Add(time.Second), Attempts: 1}))
 	due, err = s.RetryDue("net", now)
 	require.NoError(t, err)
 	assert.True(t, due, "a new marker changes the dir")
 
 	_, err = s.StampRetry("net", clock, time.Minute)
 	require.NoError(t, err)
-	require.NoError(t, s.ClearTeardown(k2))
+	require.NoError(t, s.ClearPending(k2))
 	due, err = s.RetryDue("net", now)
 	require.NoError(t, err)
 	assert.True(t, due, "a removed marker changes the dir")
@@ -87,9 +87,9 @@ func TestRetryDueFollowsTheStamp(t *testing.T) {
 
 	// Nothing pending any more: clearing the last marker drops the stamp,
 	// a pass drops it too, and the empty dir is never due.
-	require.NoError(t, s.ClearTeardown(k1))
+	require.NoError(t, s.ClearPending(k1))
 	assert.NoFileExists(t, stamp)
-	require.NoError(t, s.MarkTeardown(k1, PendingNote{Due: now, Attempts: 1}))
+	require.NoError(t, s.NotePending(k1, PendingNote{Due: now, Attempts: 1}))
 	_, err = s.StampRetry("net", clock, time.Minute)
 	require.NoError(t, err)
 	assert.FileExists(t, stamp)
@@ -113,7 +113,7 @@ func TestRetryStampHorizon(t *testing.T) {
 	st, err := s.StampRetry("net", func() time.Time { return now }, time.Minute)
 	require.NoError(t, err)
 	assert.Equal(t, RetryStamp{}, st, "no pending dir: nothing stamped")
-	require.NoError(t, s.MarkTeardown(k, PendingNote{Due: now.Add(time.Hour), Attempts: 9}))
+	require.NoError(t, s.NotePending(k, PendingNote{Due: now.Add(time.Hour), Attempts: 9}))
 	st, err = s.StampRetry("net", func() time.Time { return now }, time.Minute)
 	require.NoError(t, err)
 	assert.Equal(t, now.Add(time.Minute).UnixNano(), st.Next.UnixNano())

@@ -29,8 +29,8 @@ func TestTeardownIndex(t *testing.T) {
 			"other": {Due: t0.Add(time.Second), Attempts: 2},
 		}
 		for _, cid := range []string{"hung", "fresh", "other"} {
-			require.NoError(t, s.MarkTeardown(testKey(cid), PendingNote{Due: t0.Add(time.Hour)}))
-			require.NoError(t, s.MarkTeardown(testKey(cid), notes[cid]), "re-noting rewrites the note")
+			require.NoError(t, s.NotePending(testKey(cid), PendingNote{Due: t0.Add(time.Hour)}))
+			require.NoError(t, s.NotePending(testKey(cid), notes[cid]), "re-noting rewrites the note")
 		}
 		got, err := s.PendingTeardown("podnet", 5)
 		require.NoError(t, err)
@@ -46,8 +46,8 @@ func TestTeardownIndex(t *testing.T) {
 		require.NoError(t, err)
 		assert.Empty(t, other)
 
-		require.NoError(t, s.ClearTeardown(testKey("fresh")))
-		require.NoError(t, s.ClearTeardown(testKey("fresh")), "clearing a missing note is fine")
+		require.NoError(t, s.ClearPending(testKey("fresh")))
+		require.NoError(t, s.ClearPending(testKey("fresh")), "clearing a missing note is fine")
 		got, err = s.PendingTeardown("podnet", 5)
 		require.NoError(t, err)
 		require.Len(t, got, 2)
@@ -55,7 +55,7 @@ func TestTeardownIndex(t *testing.T) {
 
 		_, err = s.PendingTeardown("../etc", 5)
 		require.Error(t, err)
-		require.Error(t, s.MarkTeardown(Key{Network: "podnet", ContainerID: "../x", IfName: "eth0"}, PendingNote{}))
+		require.Error(t, s.NotePending(Key{Network: "podnet", ContainerID: "../x", IfName: "eth0"}, PendingNote{}))
 	})
 }
 
@@ -66,7 +66,7 @@ func TestTeardownIndexOddMarkers(t *testing.T) {
 	t0 := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	forEachFs(t, func(t *testing.T, e storeEnv) {
 		s := e.store
-		require.NoError(t, s.MarkTeardown(testKey("later"), PendingNote{Due: t0, Attempts: 3}))
+		require.NoError(t, s.NotePending(testKey("later"), PendingNote{Due: t0, Attempts: 3}))
 		dir := filepath.Join(e.dir, pendingDir, "podnet")
 		for cid, content := range map[string]string{"legacy": "", "torn": "v1 17", "garbage": strings.Repeat("x", 4096)} {
 			require.NoError(t, afero.WriteFile(e.fs, filepath.Join(dir, cid+":eth0"), []byte(content), 0o600))

@@ -51,7 +51,7 @@ func TestPruneQuarantine(t *testing.T) {
 			want: []string{quarantined("a", now.Add(-31*day)), quarantined("b", now.Add(-2*day))},
 		},
 		{
-			name: "a quarantined network dir's file, a future stamp",
+			name: "a quarantined network dir's file, a future time in its name",
 			files: []string{"podnet." + strconv.FormatInt(now.Add(-31*day).UnixNano(), 10),
 				quarantined("f", now.Add(day))},
 			maxAge: 30 * day, maxCount: 1,

@@ -59,7 +59,7 @@ const (
 	// PhaseTearingDown: a rollback or DEL is (or was) running.
 	PhaseTearingDown Phase = "tearing-down"
 	// PhaseNeedsTeardown: a rollback or DEL stopped at a failed DEL; the
-	// delegates still marked as held must be torn down by a later attempt.
+	// delegates still held must be torn down by a later attempt.
 	PhaseNeedsTeardown Phase = "needs-teardown"
 )
 

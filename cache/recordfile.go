@@ -39,22 +39,22 @@ const compactAt = 64 << 10
 // saveEntry durably writes the newest entry of the record file at path: delta
 // (if not nil) when the file is still exactly base, the file as this
 // process last wrote it, else the record's snapshot, which full encodes. It returns the
-// file's mark after the write. A new file is preallocated for a record of
+// file's signature after the write. A new file is preallocated for a record of
 // steps delegates (recordfile_slot.go).
-func saveEntry(fsys afero.Fs, path string, full func() ([]byte, error), delta []byte, base fileMark, steps int) (fileMark, error) {
-	mark, written, err := writeEntry(fsys, path, full, delta, base)
+func saveEntry(fsys afero.Fs, path string, full func() ([]byte, error), delta []byte, base fileSig, steps int) (fileSig, error) {
+	sig, written, err := writeEntry(fsys, path, full, delta, base)
 	if err != nil || written {
-		return mark, err
+		return sig, err
 	}
 	data, err := full()
 	if err != nil {
-		return fileMark{}, err
+		return fileSig{}, err
 	}
 	fi, err := writeFileDurableInfo(fsys, path, padded(data, steps))
 	if err != nil {
-		return fileMark{}, err
+		return fileSig{}, err
 	}
-	return markOf(fi, int64(len(data))), nil
+	return sigOf(fi, int64(len(data))), nil
 }
 
 // datasync flushes f's data (and the size it implies) with fdatasync where

@@ -7,12 +7,12 @@ import (
 	"syscall"
 )
 
-// fileMark tells whether a record file is still exactly as this process last
+// fileSig tells whether a record file is still exactly as this process last
 // wrote it: another writer's entry moves the end of the entries (written in
 // place, it changes neither the file's size nor, within the clock's
 // granularity, its mtime), an append also its size, and a replace its
 // inode (and, were the inode number reused, its mtime).
-type fileMark struct {
+type fileSig struct {
 	dev, ino uint64
 	size     int64
 	mtime    int64
@@ -21,9 +21,9 @@ type fileMark struct {
 	entries int64
 }
 
-// markOf is the mark of a record file whose entries end at entries.
-func markOf(fi os.FileInfo, entries int64) fileMark {
-	m := fileMark{size: fi.Size(), mtime: fi.ModTime().UnixNano(), entries: entries}
+// sigOf is the signature of a record file whose entries end at entries.
+func sigOf(fi os.FileInfo, entries int64) fileSig {
+	m := fileSig{size: fi.Size(), mtime: fi.ModTime().UnixNano(), entries: entries}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		m.dev, m.ino = uint64(st.Dev), st.Ino //nolint:unconvert // Dev's type varies by platform
 	}
@@ -31,13 +31,13 @@ func markOf(fi os.FileInfo, entries int64) fileMark {
 }
 
 // valid reports whether m describes a written record file.
-func (m fileMark) valid() bool { return m.size > 0 }
+func (m fileSig) valid() bool { return m.size > 0 }
 
 // lastWrite is what a DiskStore remembers of its last write of one record:
 // the digest of each step's JSON, and the file right after the write.
 type lastWrite struct {
 	sums [][sha256.Size]byte
-	mark fileMark
+	sig  fileSig
 }
 
 // writeMemo holds a DiskStore's lastWrite per key. Writes of one key are

@@ -140,7 +140,7 @@ func tornSectors(data []byte, end int) bool {
 // The entry is delta if the file, as fstat'ed and read through the handle
 // that writes, is still base, else full. It reports false, with no error
 // and nothing written, when the caller must replace the file instead.
-func writeEntry(fsys afero.Fs, path string, full func() ([]byte, error), delta []byte, base fileMark) (fileMark, bool, error) {
+func writeEntry(fsys afero.Fs, path string, full func() ([]byte, error), delta []byte, base fileSig) (fileSig, bool, error) {
 	flags := os.O_RDWR // read: the entries' end, through the same handle
 	if isRealDisk(fsys) {
 		flags |= syscall.O_NOFOLLOW
@@ -148,30 +148,30 @@ func writeEntry(fsys afero.Fs, path string, full func() ([]byte, error), delta [
 	f, err := fsys.OpenFile(path, flags, filePerm)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) || isSymlinkLoop(err) {
-			return fileMark{}, false, nil // first write, or a link the replace will overwrite
+			return fileSig{}, false, nil // first write, or a link the replace will overwrite
 		}
-		return fileMark{}, false, fmt.Errorf("open %s: %w", path, err)
+		return fileSig{}, false, fmt.Errorf("open %s: %w", path, err)
 	}
 	fi, err := f.Stat()
 	if err != nil {
 		_ = f.Close()
-		return fileMark{}, false, fmt.Errorf("stat %s: %w", path, err)
+		return fileSig{}, false, fmt.Errorf("stat %s: %w", path, err)
 	}
 	end, ok, err := entriesEnd(f, path, fi)
 	if err != nil || !ok {
 		_ = f.Close()
-		return fileMark{}, false, err
+		return fileSig{}, false, err
 	}
 	data := delta
-	if data == nil || !base.valid() || markOf(fi, end) != base {
+	if data == nil || !base.valid() || sigOf(fi, end) != base {
 		if data, err = full(); err != nil {
 			_ = f.Close()
-			return fileMark{}, false, err
+			return fileSig{}, false, err
 		}
 	}
 	if end+int64(len(data)) > maxRecordSize {
 		_ = f.Close()
-		return fileMark{}, false, nil
+		return fileSig{}, false, nil
 	}
 	n, err := f.WriteAt(data, end)
 	if err == nil && n != len(data) {
@@ -188,12 +188,12 @@ func writeEntry(fsys afero.Fs, path string, full func() ([]byte, error), delta [
 		// before the zeros and compacts, and Load ignores an entry that
 		// does not verify.
 		_ = f.Close()
-		return fileMark{}, false, fmt.Errorf("write entry to %s: %w", path, err)
+		return fileSig{}, false, fmt.Errorf("write entry to %s: %w", path, err)
 	}
 	if err := f.Close(); err != nil {
-		return fileMark{}, false, fmt.Errorf("close %s: %w", path, err)
+		return fileSig{}, false, fmt.Errorf("close %s: %w", path, err)
 	}
-	return markOf(fi, end+int64(len(data))), true, nil
+	return sigOf(fi, end+int64(len(data))), true, nil
 }
 
 // entriesEnd returns where the entries of the open record file end, which is

@@ -47,7 +47,7 @@ func newTrustRig(t *testing.T) *trustRig {
 	r.locker = NewFlockLocker(filepath.Join(r.dir, LocksDir))
 	r.store = NewDiskStore(afero.NewOsFs(), r.dir, r.locker)
 	require.NoError(t, r.store.Save(sampleRecord(r.key)))
-	require.NoError(t, r.store.MarkTeardown(r.key, PendingNote{}))
+	require.NoError(t, r.store.NotePending(r.key, PendingNote{}))
 	u, err := r.store.TryLock(r.key, Holder{Verb: "ADD"})
 	require.NoError(t, err)
 	require.NoError(t, u.Unlock())
@@ -108,7 +108,7 @@ func TestTrustRefusesUntrustedEntries(t *testing.T) {
 		}
 		return err
 	}
-	mark := func(r *trustRig) error { return r.store.MarkTeardown(r.key, PendingNote{}) }
+	note := func(r *trustRig) error { return r.store.NotePending(r.key, PendingNote{}) }
 	pending := func(r *trustRig) error { _, err := r.store.PendingTeardown("podnet", 5); return err }
 	probe := func(r *trustRig) error { return r.store.Probe() }
 	recordOps := []op{load, save, remove, list, quarantine, probe}
@@ -119,9 +119,9 @@ func TestTrustRefusesUntrustedEntries(t *testing.T) {
 		ops   []op
 	}{
 		{"cache dir owned by another uid", func(t *testing.T, r *trustRig) string { return chownTo(t, otherUID, r.dir) },
-			append(recordOps, mark, pending)},
+			append(recordOps, note, pending)},
 		{"cache dir writable by others", func(t *testing.T, r *trustRig) string { return chmodTo(t, 0o757, r.dir) },
-			append(recordOps, mark, pending)},
+			append(recordOps, note, pending)},
 		{"cache dir is a symlink", func(t *testing.T, r *trustRig) string {
 			require.NoError(t, os.Rename(r.dir, r.dir+".real"))
 			require.NoError(t, os.Symlink(r.dir+".real", r.dir))
@@ -158,10 +158,10 @@ func TestTrustRefusesUntrustedEntries(t *testing.T) {
 			require.NoError(t, os.Symlink(filepath.Join(r.outside, "victim"), p))
 			return p
 		}, nil}, // refused with ELOOP, see below
-		{"pending/ is a symlink", func(t *testing.T, r *trustRig) string { return r.swapForLink(t, "pending") }, []op{mark, pending, probe}},
+		{"pending/ is a symlink", func(t *testing.T, r *trustRig) string { return r.swapForLink(t, "pending") }, []op{note, pending, probe}},
 		{"pending network dir writable by others", func(t *testing.T, r *trustRig) string {
 			return chmodTo(t, 0o777, r.path("pending", "podnet"))
-		}, []op{mark, pending, probe}},
+		}, []op{note, pending, probe}},
 		{"quarantine/ is a symlink", func(t *testing.T, r *trustRig) string {
 			require.NoError(t, os.WriteFile(r.store.Path(r.key), []byte("corrupt"), 0o600))
 			return r.swapForLink(t, "quarantine")

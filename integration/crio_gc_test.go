@@ -134,10 +134,10 @@ func TestCRIOGCKeepsItsSandboxes(t *testing.T) {
 		pods[id] = ip
 	}
 	for i, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
-		orphan := w.container(fmt.Sprintf("orphan%d", i))
-		_, err := w.cni.AddNetworkList(bg, list, orphan)
+		unlisted := w.container(fmt.Sprintf("unlisted%d", i))
+		_, err := w.cni.AddNetworkList(bg, list, unlisted)
 		require.NoError(t, err)
-		t.Cleanup(func() { _ = w.cni.DelNetworkList(bg, list, orphan) })
+		t.Cleanup(func() { _ = w.cni.DelNetworkList(bg, list, unlisted) })
 		require.Len(t, w.records(net), 4)
 		time.Sleep(10 * time.Millisecond)
 
@@ -159,9 +159,9 @@ func TestCRIOGCKeepsItsSandboxes(t *testing.T) {
 			assertRecordComplete(t, w, net, id)
 		}
 		assert.ElementsMatch(t, ips, withoutIP(w.ipamFiles(net), w.sandboxAddrsOf(live.NetNS, "eth0")),
-			"after %v: the sandboxes' IPs are held, the orphan's freed", sig)
+			"after %v: the sandboxes' IPs are held, the unlisted one's freed", sig)
 		assert.Len(t, w.hostVeths(), 3, "after %v: the sandboxes' and the live attachment's veths", sig)
-		assert.Len(t, w.records(net), 3, "after %v: the orphan's record is collected", sig)
+		assert.Len(t, w.records(net), 3, "after %v: the unlisted one's record is collected", sig)
 		// the last GC's list (restore's CHECKs may come before or after it)
 		var lastValid string
 		for _, l := range failerLog(t, flog) {

@@ -23,7 +23,7 @@ import (
 //
 //   - SIGTERM: CRI-O's shutdown waits for the Stop in flight, which
 //     succeeds; one DEL, through both delegates.
-//   - SIGKILL: the Stop in flight fails with CRI-O; Catena, orphaned, still
+//   - SIGKILL: the Stop in flight fails with CRI-O; Catena, its parent gone, still
 //     finishes its DEL through both delegates. CRI-O died before libcni
 //     could forget the ADD's result, so the Stop sent after the restart
 //     DELs again with it as prevResult: Catena finds no record and, as the

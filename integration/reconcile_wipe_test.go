@@ -192,7 +192,7 @@ func TestReconcileRuntimeStateWiped(t *testing.T) {
 
 		n.d.restart()
 		assert.Empty(t, n.d.pods(), "the restarted containerd knows no sandbox")
-		// the orphaned pause processes keep the sandboxes alive
+		// the pause processes left behind keep the sandboxes alive
 		orphaned := grace + 4*interval
 		time.Sleep(orphaned)
 		heldRecords, heldMarks := len(n.w.records(n.net)), 0

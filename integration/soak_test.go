@@ -78,7 +78,7 @@ type soakStats struct {
 // fault)], 8 attachments at a time, with ~10% injected ADD failures and
 // ~10% injected DEL failures (toggled per operation through fault files).
 // Each outcome must match a model of the attachment. Before the final
-// cleanup: no leaked IP, no duplicate IP, no orphan veth, and every record
+// cleanup: no leaked IP, no duplicate IP, no leaked veth, and every record
 // explains exactly what is still held. Then, faults lifted, DEL releases
 // everything.
 func TestConcurrencySoak(t *testing.T) {
@@ -154,7 +154,7 @@ func TestConcurrencySoak(t *testing.T) {
 		require.NoError(t, w.cni.DelNetworkList(bg, a.list, a.rt), "final DEL of %s", a.rt.ContainerID)
 	}
 	assert.Empty(t, w.ipamFiles(net), "no leaked IP")
-	assert.Empty(t, w.hostVeths(), "no orphan veth")
+	assert.Empty(t, w.hostVeths(), "no leaked veth")
 	assert.Empty(t, w.records(net))
 	assert.Empty(t, w.lockFiles())
 	save := run(t, "iptables-save")
@@ -330,7 +330,7 @@ func (w *world) soakCheckHeld(t *testing.T, net string, atts []*soakAtt) {
 		assert.Equal(t, portmapHeld, portmapRulesFor(save, cid), "%s: portmap rules vs record", cid)
 	}
 	assert.Len(t, owners, holding, "no leaked IP: every allocation belongs to a record that holds it")
-	assert.Len(t, w.hostVeths(), holding, "no orphan veth")
+	assert.Len(t, w.hostVeths(), holding, "no leaked veth")
 	assert.Len(t, w.records(net), holding, "no record for nothing")
 	assert.Empty(t, w.lockFiles(), "no lock file without an operation in flight")
 }

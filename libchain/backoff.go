@@ -52,9 +52,9 @@ func (e *Engine) noteTeardown(key cache.Key, note *cache.PendingNote) {
 	}
 	var err error
 	if note != nil {
-		err = ti.MarkTeardown(key, *note)
+		err = ti.NotePending(key, *note)
 	} else {
-		err = ti.ClearTeardown(key)
+		err = ti.ClearPending(key)
 	}
 	if err != nil {
 		e.log().Warn("updating the teardown index", "attachment", key.String(), "error", err)

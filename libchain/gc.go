@@ -224,7 +224,7 @@ func (e *Engine) forwardHeld(ctx context.Context, req Request, runtime []Attachm
 // (the flock barrier polls at most every 25 ms).
 const gcYield = 50 * time.Millisecond
 
-// errNoBarrier marks a GC forward that could not take the barrier.
+// errNoBarrier is the error of a GC forward that could not take the barrier.
 var errNoBarrier = errors.New("the network barrier was not taken")
 
 // gcForwardBound is how long one delegate's GC may run while GC holds the

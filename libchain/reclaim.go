@@ -81,7 +81,7 @@ func (e *Engine) Reclaim(ctx context.Context, key cache.Key, opts ReclaimOptions
 	return res, nil
 }
 
-// abandonOverdue marks abandoned every step of rec whose required DEL has
+// abandonOverdue abandons every step of rec whose required DEL has
 // failed for at least after, saves the record, and logs and events each
 // as an ABANDON operation. A step without DelFailedSince (nothing says how
 // long its DEL has failed) cannot be judged and is kept.

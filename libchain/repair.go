@@ -108,7 +108,7 @@ func (e *Engine) repairOne(ctx context.Context, req Request, key cache.Key, verb
 	return nil
 }
 
-// Abandon marks step index of key's record abandoned at now, so that
+// Abandon records step index of key's record as abandoned at now, so that
 // teardown continues past a DEL that can never succeed (its binary is gone,
 // say). The record keeps the step, its last DEL error and when it was
 // abandoned; the next repair, GC or DEL then finishes the teardown. ctx

@@ -72,7 +72,7 @@ func BenchmarkKickRetry(b *testing.B) {
 			r := req(conf, "c0")
 			if variant == "stamp-not-due" {
 				key := cache.Key{Network: conf.Name, ContainerID: "held", IfName: "eth0"}
-				require.NoError(b, store.MarkTeardown(key, cache.PendingNote{Due: time.Now().Add(time.Hour), Attempts: 1}))
+				require.NoError(b, store.NotePending(key, cache.PendingNote{Due: time.Now().Add(time.Hour), Attempts: 1}))
 				_, err := store.StampRetry(conf.Name, time.Now, 2*time.Hour)
 				require.NoError(b, err)
 			}

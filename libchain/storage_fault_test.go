@@ -97,7 +97,7 @@ func runWithFault(t *testing.T, sc crashScenario, ft *faultfs.Fault, tally *faul
 		checkDelOutcome(t, eng, world, r, err, sc.quarantines, msg, tally)
 	}
 
-	// The disk is repaired, the delegates healthy: DEL finishes.
+	// The disk is healthy again, and the delegates: DEL finishes.
 	fsys.Heal()
 	setAll(world, nil)
 	require.NoError(t, eng.Del(t.Context(), r), msg)

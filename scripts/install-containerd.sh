@@ -2,7 +2,7 @@
 # Installs the two containerd versions the CRI integration tests drive, as
 # root on Debian 12. Idempotent: apt runs only when a package is missing, and
 # the Go install runs only when bin/containerd2 does not hold the pinned
-# version (checked by a version stamp).
+# version (checked by a version file).
 #
 #   /usr/bin/containerd, ctr, containerd-shim-runc-v2   Debian's 1.6 (legacy leg)
 #   /usr/sbin/runc                                      Debian's runc, used by both
@@ -24,10 +24,10 @@ ensure_apt_pkgs --with-recommends runc iptables containerd
 use_local_go
 
 dest="${repo}/bin/containerd2"
-stamp="${dest}/.version"
+vfile="${dest}/.version"
 want="containerd=${CONTAINERD2_VERSION}"
 ok=1
-[[ "$(cat "$stamp" 2>/dev/null || true)" == "$want" ]] || ok=0
+[[ "$(cat "$vfile" 2>/dev/null || true)" == "$want" ]] || ok=0
 for b in containerd ctr containerd-shim-runc-v2; do
 	[[ -x "${dest}/${b}" ]] || ok=0
 done
@@ -37,14 +37,14 @@ else
 	start=$SECONDS
 	log "building containerd ${CONTAINERD2_VERSION} into ${dest} (about 3 minutes cold on 2 cores)"
 	mkdir -p "$dest"
-	rm -f "$stamp"
+	rm -f "$vfile"
 	# Run outside the repo so its go.mod plays no part in the install.
 	(cd / && GOBIN="$dest" go install \
 		"github.com/containerd/containerd/v2/cmd/containerd@${CONTAINERD2_VERSION}" \
 		"github.com/containerd/containerd/v2/cmd/ctr@${CONTAINERD2_VERSION}" \
 		"github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@${CONTAINERD2_VERSION}")
-	printf '%s\n' "$want" >"${stamp}.tmp"
-	mv -f "${stamp}.tmp" "$stamp"
+	printf '%s\n' "$want" >"$vfile.tmp"
+	mv -f "$vfile.tmp" "$vfile"
 	log "containerd ${CONTAINERD2_VERSION} built in $((SECONDS - start)) s"
 fi
 

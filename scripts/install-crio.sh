@@ -26,7 +26,7 @@
 #      source) and builds it there offline with its own vendor/.
 #
 # With neither, it stops with one message naming both. Idempotent: apt runs
-# only when a package is missing, and the build only when the stamp in the
+# only when a package is missing, and the build only when the version file in the
 # output dir does not name the pinned release. 13 min cold on a loaded
 # 2-core machine (it prints its time); seconds warm.
 set -euo pipefail
@@ -54,12 +54,12 @@ ensure_apt_pkgs libseccomp-dev libsqlite3-dev libbtrfs-dev pkg-config gcc libc6-
 use_local_go
 
 dest="${CATENA_CRIO_OUT:-${repo}/bin/crio}"
-stamp="${dest}/.version"
+vfile="${dest}/.version"
 built="crio=${CRIO_VERSION} commit=${CRIO_COMMIT} tags=${tags// /,}"
 want_proxy="${built} module=${module}"
 want_src="${built} src=${CRIO_SRC_SHA256}"
-if stamp_current "$stamp" "$want_proxy" "$dest" crio pinns copyimg ||
-	stamp_current "$stamp" "$want_src" "$dest" crio pinns copyimg; then
+if version_current "$vfile" "$want_proxy" "$dest" crio pinns copyimg ||
+	version_current "$vfile" "$want_src" "$dest" crio pinns copyimg; then
 	log "CRI-O ${CRIO_VERSION} already in ${dest}"
 	exit 0
 fi
@@ -70,7 +70,7 @@ start=$SECONDS
 
 # build SRCDIR MODFLAG WANT builds crio, copyimg and pinns in the writable
 # tree SRCDIR, checks crio's version and installs the three into $dest
-# through renames, then writes the stamp WANT.
+# through renames, then writes the version file WANT.
 build() {
 	local src="$1" modflag="$2" want="$3" about b
 	log "building crio and copyimg (${tags}) into ${dest} (13 min cold on 2 cores; 25 s warm)"
@@ -83,12 +83,12 @@ build() {
 	about="$("${work}/out/crio" --version 2>&1 || true)"
 	[[ "$about" == *"${CRIO_VERSION#v}"* ]] || die "the built crio says ${about@Q}, not ${CRIO_VERSION#v}"
 	mkdir -p "$dest"
-	rm -f "$stamp"
+	rm -f "$vfile"
 	for b in crio pinns copyimg; do
 		mv -f "${work}/out/${b}" "${dest}/${b}.tmp"
 		mv -f "${dest}/${b}.tmp" "${dest}/${b}"
 	done
-	write_stamp "$stamp" "$want"
+	write_version "$vfile" "$want"
 	log "CRI-O ${CRIO_VERSION} built in $((SECONDS - start)) s"
 }
 

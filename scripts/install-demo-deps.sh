@@ -2,7 +2,7 @@
 # Installs what `make demo` runs, and nothing more, on a fresh Debian 12
 # machine, as root: iptables and iproute2 (apt, only when missing), and from
 # the Go module proxy, only when bin/ does not already hold the pinned
-# versions (checked by a version stamp):
+# versions (checked by a version file):
 #
 #   bin/cni/   bridge host-local portmap tuning loopback firewall
 #              ptp bandwidth (a Calico-shaped primary)          (CNI_PATH)
@@ -33,7 +33,7 @@ use_local_go
 
 # --- CNI reference plugins ---------------------------------------------------
 cni_dir="${repo}/bin/cni"
-plugins_stamp="${cni_dir}/.version"
+plugins_vfile="${cni_dir}/.version"
 # Static, as upstream releases them: catena-agent's reconciler runs them in
 # its FROM scratch container, where a dynamically linked plugin fails to exec.
 plugins_want="plugins=${PLUGINS_VERSION} static"
@@ -48,31 +48,31 @@ plugin_pkgs=(
 	github.com/containernetworking/plugins/plugins/meta/bandwidth
 )
 
-if stamp_current "$plugins_stamp" "$plugins_want" "$cni_dir" "${plugin_pkgs[@]##*/}"; then
+if version_current "$plugins_vfile" "$plugins_want" "$cni_dir" "${plugin_pkgs[@]##*/}"; then
 	log "CNI plugins ${PLUGINS_VERSION} already in ${cni_dir}"
 else
 	start=$SECONDS
 	log "building CNI plugins ${PLUGINS_VERSION} into ${cni_dir} (1 to 3 minutes cold, by the load on the machine)"
-	rm -f "$plugins_stamp"
+	rm -f "$plugins_vfile"
 	go_install_pinned "$cni_dir" "${plugin_pkgs[@]/%/@${PLUGINS_VERSION}}"
-	write_stamp "$plugins_stamp" "$plugins_want"
+	write_version "$plugins_vfile" "$plugins_want"
 	log "CNI plugins built in $((SECONDS - start)) s"
 fi
 
 # --- cnitool -----------------------------------------------------------------
 bin_dir="${repo}/bin"
-cnitool_stamp="${bin_dir}/.cnitool.version"
+cnitool_vfile="${bin_dir}/.cnitool.version"
 cnitool_want="cni=${CNI_VERSION}"
-if stamp_current "$cnitool_stamp" "$cnitool_want" "$bin_dir" cnitool; then
+if version_current "$cnitool_vfile" "$cnitool_want" "$bin_dir" cnitool; then
 	log "cnitool ${CNI_VERSION} already in ${bin_dir}"
 else
 	start=$SECONDS
 	log "building cnitool ${CNI_VERSION} into ${bin_dir} (under a minute and a half cold)"
-	rm -f "$cnitool_stamp"
+	rm -f "$cnitool_vfile"
 	# Static too: built with the plugins' flags, it reuses their compiled
 	# standard library instead of compiling it again with cgo.
 	go_install_pinned "$bin_dir" "github.com/containernetworking/cni/cnitool@${CNI_VERSION}"
-	write_stamp "$cnitool_stamp" "$cnitool_want"
+	write_version "$cnitool_vfile" "$cnitool_want"
 	log "cnitool built in $((SECONDS - start)) s"
 fi
 

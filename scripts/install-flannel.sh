@@ -19,7 +19,7 @@
 #      dependencies from the module proxy.
 #
 # With neither, it stops (in the probe's bound at most) with one message
-# naming both. Idempotent: a stamp in the output dir names what was built,
+# naming both. Idempotent: a version file in the output dir names what was built,
 # and is checked first: a built flannel needs neither. 6 to 15 s cold here.
 set -euo pipefail
 
@@ -40,12 +40,12 @@ probe_timeout="${CATENA_FLANNEL_PROBE_TIMEOUT:-20}"
 
 use_local_go
 cni_dir="${CATENA_FLANNEL_OUT:-${repo}/bin/cni}"
-stamp="${cni_dir}/.flannel.version"
+vfile="${cni_dir}/.flannel.version"
 built="flannel=${FLANNEL_VERSION} commit=${FLANNEL_COMMIT}"
 want_proxy="${built} module=${module} static"
 want_src="${built} src=${FLANNEL_SRC_SHA256} static"
-if stamp_current "$stamp" "$want_proxy" "$cni_dir" flannel ||
-	stamp_current "$stamp" "$want_src" "$cni_dir" flannel; then
+if version_current "$vfile" "$want_proxy" "$cni_dir" flannel ||
+	version_current "$vfile" "$want_src" "$cni_dir" flannel; then
 	log "flannel ${FLANNEL_VERSION} already in ${cni_dir}"
 	exit 0
 fi
@@ -55,17 +55,17 @@ trap 'rm -rf "$work"' EXIT
 ldflags="-X main.Program=flannel -X main.Version=${FLANNEL_VERSION} -X main.Commit=${FLANNEL_COMMIT}"
 
 # install_built BIN WANT checks the version line of the flannel binary BIN,
-# moves it to ${cni_dir}/flannel through a rename and writes the stamp WANT.
+# moves it to ${cni_dir}/flannel through a rename and writes the version file WANT.
 install_built() {
 	local bin="$1" want="$2" about
 	# Without CNI_COMMAND, the plugin prints its version line and exits 0.
 	about="$("$bin" 2>&1 || true)"
 	[[ "$about" == *"version ${FLANNEL_VERSION} "*"commit ${FLANNEL_COMMIT}"* ]] || die "the built flannel says ${about@Q}"
 	mkdir -p "$cni_dir"
-	rm -f "$stamp"
+	rm -f "$vfile"
 	mv -f "$bin" "${cni_dir}/flannel.tmp"
 	mv -f "${cni_dir}/flannel.tmp" "${cni_dir}/flannel"
-	write_stamp "$stamp" "$want"
+	write_version "$vfile" "$want"
 }
 
 # --- 1. the Go module proxy ---------------------------------------------------

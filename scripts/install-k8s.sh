@@ -13,7 +13,7 @@
 #     `replace k8s.io/<m> => k8s.io/<m> v0.<minor>.<patch>` per staging module,
 #     read from kubernetes's own go.mod;
 #   - etcd: require go.etcd.io/etcd/server/v3, whose root package is main.
-# Idempotent: each group is built only when its stamp in the bin dir does not
+# Idempotent: each group is built only when its version file in the bin dir does not
 # name the pinned version or a binary is missing. 10 to 40 minutes cold on 2
 # cores; seconds when cached.
 set -euo pipefail
@@ -43,14 +43,14 @@ mkdir -p "$dest"
 gobuild=(env CGO_ENABLED=0 go build -trimpath)
 
 # --- Kubernetes ---------------------------------------------------------------
-k8s_stamp="${dest}/.kubernetes.version"
+k8s_vfile="${dest}/.kubernetes.version"
 k8s_want="kubernetes=${K8S_VERSION} staging=${staging_version}"
-if stamp_current "$k8s_stamp" "$k8s_want" "$dest" "${k8s_bins[@]}"; then
+if version_current "$k8s_vfile" "$k8s_want" "$dest" "${k8s_bins[@]}"; then
 	log "kubernetes ${K8S_VERSION} already in ${dest}"
 else
 	start=$SECONDS
 	log "building kubernetes ${K8S_VERSION} (${k8s_bins[*]}) into ${dest} (8 to 35 minutes cold: 34 measured on a busy 2-core machine; seconds with a warm Go cache)"
-	rm -f "$k8s_stamp"
+	rm -f "$k8s_vfile"
 	mod="${work}/kubernetes"
 	mkdir -p "$mod"
 	(
@@ -91,19 +91,19 @@ else
 	for b in "${k8s_bins[@]}"; do
 		mv -f "${work}/out/${b}" "${dest}/${b}"
 	done
-	write_stamp "$k8s_stamp" "$k8s_want"
+	write_version "$k8s_vfile" "$k8s_want"
 	log "kubernetes ${K8S_VERSION} built in $((SECONDS - start)) s"
 fi
 
 # --- etcd ---------------------------------------------------------------------
-etcd_stamp="${dest}/.etcd.version"
+etcd_vfile="${dest}/.etcd.version"
 etcd_want="etcd=${ETCD_VERSION}"
-if stamp_current "$etcd_stamp" "$etcd_want" "$dest" etcd; then
+if version_current "$etcd_vfile" "$etcd_want" "$dest" etcd; then
 	log "etcd ${ETCD_VERSION} already in ${dest}"
 else
 	start=$SECONDS
 	log "building etcd ${ETCD_VERSION} into ${dest} (3 to 5 minutes cold)"
-	rm -f "$etcd_stamp"
+	rm -f "$etcd_vfile"
 	mod="${work}/etcd"
 	mkdir -p "$mod"
 	(
@@ -115,7 +115,7 @@ else
 		"${gobuild[@]}" -ldflags='-s -w' -o "${work}/out/etcd" go.etcd.io/etcd/server/v3
 	)
 	mv -f "${work}/out/etcd" "${dest}/etcd"
-	write_stamp "$etcd_stamp" "$etcd_want"
+	write_version "$etcd_vfile" "$etcd_want"
 	log "etcd ${ETCD_VERSION} built in $((SECONDS - start)) s"
 fi
 

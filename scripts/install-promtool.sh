@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds Prometheus's promtool, pinned (PROMETHEUS_VERSION in versions.env),
 # from the Go module proxy into bin/tools/, for the alerting rules' checks
-# (deploy/monitoring, node/metrics/rules_test.go). Idempotent by a version stamp.
+# (deploy/monitoring, node/metrics/rules_test.go). Idempotent by a version file.
 # Cold, about 10 minutes of CPU on 2 cores (it links Prometheus's service
 # discovery, client-go among it); seconds warm.
 set -euo pipefail
@@ -15,15 +15,15 @@ log() { printf 'install-promtool: %s\n' "$*" >&2; }
 use_local_go
 
 tools="${repo}/bin/tools"
-stamp="${tools}/.promtool.version"
+vfile="${tools}/.promtool.version"
 want="prometheus=${PROMETHEUS_VERSION}"
-if stamp_current "$stamp" "$want" "$tools" promtool; then
+if version_current "$vfile" "$want" "$tools" promtool; then
 	log "promtool ${PROMETHEUS_VERSION} already in ${tools}"
 	exit 0
 fi
 start=$SECONDS
 log "building promtool ${PROMETHEUS_VERSION} into ${tools}"
-rm -f "$stamp"
+rm -f "$vfile"
 go_install_pinned "$tools" "github.com/prometheus/prometheus/cmd/promtool@${PROMETHEUS_VERSION}"
-write_stamp "$stamp" "$want"
+write_version "$vfile" "$want"
 log "promtool built in $((SECONDS - start)) s"

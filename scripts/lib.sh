@@ -39,20 +39,20 @@ use_local_go() {
 	export GOTOOLCHAIN=local
 }
 
-# stamp_current STAMP WANT DIR BIN... succeeds when the version stamp STAMP
+# version_current VFILE WANT DIR BIN... succeeds when the version file VFILE
 # holds WANT and every BIN is an executable in DIR: what was built is what
 # versions.env pins.
-stamp_current() {
-	local stamp="$1" want="$2" dir="$3" b
+version_current() {
+	local vfile="$1" want="$2" dir="$3" b
 	shift 3
-	[[ "$(cat "$stamp" 2>/dev/null || true)" == "$want" ]] || return 1
+	[[ "$(cat "$vfile" 2>/dev/null || true)" == "$want" ]] || return 1
 	for b in "$@"; do
 		[[ -x "${dir}/${b}" ]] || return 1
 	done
 }
 
-# write_stamp STAMP WANT replaces STAMP atomically.
-write_stamp() {
+# write_version VFILE WANT replaces VFILE atomically.
+write_version() {
 	printf '%s\n' "$2" >"${1}.tmp"
 	mv -f "${1}.tmp" "$1"
 }

@@ -41,7 +41,7 @@ func TestListTable(t *testing.T) {
 
 	// A pending note says when the teardown is next retried.
 	s := cache.NewDiskStore(afero.NewOsFs(), f.cacheDir, cache.NewFlockLocker(filepath.Join(f.cacheDir, cache.LocksDir)))
-	require.NoError(t, s.MarkTeardown(cache.Key{Network: testNet, ContainerID: "c-stuck", IfName: "eth0"},
+	require.NoError(t, s.NotePending(cache.Key{Network: testNet, ContainerID: "c-stuck", IfName: "eth0"},
 		cache.PendingNote{Due: time.Now().Add(150 * time.Second), Attempts: 1}))
 	out, _, code = f.run("list")
 	require.Equal(t, 0, code)

@@ -25,7 +25,7 @@ type Counter interface {
 //
 // A file is the one last read only if it has that file's device and inode,
 // is at least as long as what was read of it, and the bytes before the
-// saved offset are still the end of the last line read (the mark): the
+// saved offset are still the end of the last line read (the anchor): the
 // kernel reuses a freed inode, so a journal rotated twice between polls
 // can have the old file's inode, and a file rewritten in place keeps it.
 // When events.jsonl is not the file last read, the rest of that file is
@@ -55,16 +55,16 @@ type Tail struct {
 	pos, prev position
 }
 
-// markLen is how many bytes before a position's offset identify the file:
-// the end of the last line read, with its newline, a time stamp in it.
-const markLen = 64
+// anchorLen is how many bytes before a position's offset identify the file:
+// the end of the last line read, with its newline, a timestamp in it.
+const anchorLen = 64
 
 // position is a point in one journal file: its identity, how far it was
-// read, and the bytes just before that (at most markLen).
+// read, and the bytes just before that (at most anchorLen).
 type position struct {
 	dev, ino uint64
 	off      int64
-	mark     []byte
+	anchor   []byte
 }
 
 // Poll reads what was appended since the last call: on the first, the
@@ -138,8 +138,8 @@ func (t *Tail) readFrom(j journalFile, p position, skipped *Skipped) error {
 	n, err := readOps(j.f, j.path, p.off, false, skipped, t.Handle)
 	if n > 0 {
 		p.off += n
-		p.mark = make([]byte, min(int64(markLen), p.off))
-		if _, merr := j.f.ReadAt(p.mark, p.off-int64(len(p.mark))); merr != nil && err == nil {
+		p.anchor = make([]byte, min(int64(anchorLen), p.off))
+		if _, merr := j.f.ReadAt(p.anchor, p.off-int64(len(p.anchor))); merr != nil && err == nil {
 			err = merr
 		}
 	}
@@ -172,12 +172,12 @@ func (j journalFile) is(p position) bool {
 	if p.ino == 0 || j.dev != p.dev || j.ino != p.ino || j.size < p.off {
 		return false
 	}
-	if len(p.mark) == 0 {
+	if len(p.anchor) == 0 {
 		return true
 	}
-	got := make([]byte, len(p.mark))
+	got := make([]byte, len(p.anchor))
 	_, err := j.f.ReadAt(got, p.off-int64(len(got)))
-	return err == nil && bytes.Equal(got, p.mark)
+	return err == nil && bytes.Equal(got, p.anchor)
 }
 
 // open opens a journal file as Read does (openFile) with its device,
