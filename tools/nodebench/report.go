@@ -16,7 +16,7 @@ import (
 
 	"gonum.org/v1/plot"
 
-	"github.com/catena-cni/catena/scripts/benchplot"
+	"github.com/catena-cni/catena/tools/benchplot"
 )
 
 // Round is what one round measured.
