@@ -17,7 +17,7 @@ CNI_BIN := $(BIN)/cni
 VCSFLAG := $(if $(wildcard $(CURDIR)/.git/.),-buildvcs=auto,$(if $(wildcard $(CURDIR)/.git),-buildvcs=false))
 GOBUILD := CGO_ENABLED=0 $(GO) build -trimpath $(VCSFLAG) -ldflags='-s -w'
 FUZZTIME ?= 30s
-# e.g. make bench BENCH_FLAGS='-n 60 -docs' (see go run ./scripts/bench -h)
+# e.g. make bench BENCH_FLAGS='-n 60 -docs' (see go run ./tools/bench -h)
 BENCH_FLAGS ?=
 
 # Tests find catena, the reference plugins and the test plugins here.
@@ -211,7 +211,7 @@ demo: demo-deps build-demo
 
 ## bench: the benchmark, BENCH_FLAGS (root; installs what plugins does; minutes, by its flags)
 bench: plugins build
-	$(GO) run ./scripts/bench $(BENCH_FLAGS)
+	$(GO) run ./tools/bench $(BENCH_FLAGS)
 
 ## fuzz: every Fuzz target (13) for FUZZTIME (30s) each, one after the other (no root; installs nothing; about 7 min)
 fuzz:

@@ -15,7 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/catena-cni/catena/scripts/nodebench"
+	"github.com/catena-cni/catena/tools/nodebench"
 )
 
 // The CRI-O node is a second node of the cluster, on the same host: a

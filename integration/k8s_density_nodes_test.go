@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 
-	"github.com/catena-cni/catena/scripts/nodebench"
+	"github.com/catena-cni/catena/tools/nodebench"
 )
 
 // densityNode is what the node-density bench does differently on each

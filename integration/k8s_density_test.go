@@ -33,7 +33,7 @@ import (
 
 	"github.com/catena-cni/catena/deploy"
 	"github.com/catena-cni/catena/libchain/events"
-	"github.com/catena-cni/catena/scripts/nodebench"
+	"github.com/catena-cni/catena/tools/nodebench"
 )
 
 // The node-density benchmark, on the containerd node on flannel's network
@@ -44,7 +44,7 @@ import (
 // says), alternating A B B A A B ...; in each, the Deployment density, of
 // the local pause image, scaled from 0 to N at once until every pod is
 // Ready, then to 0 until every pod is gone and the node holds nothing of
-// the network. What it measures and how is scripts/nodebench's
+// the network. What it measures and how is tools/nodebench's
 // (doc.go); make bench-node sizes it (CATENA_BENCH_NODE_N, _ROUNDS) and
 // writes its CSV files and plot into bin/; make test runs one round of
 // each variant with 3 pods, into a temp dir. Each round checks what it

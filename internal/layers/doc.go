@@ -4,7 +4,7 @@
 //	cache (the record store) and deploy (the manifests)
 //	libchain and libchain/... (the engine)
 //	node/... (what the DaemonSet runs)
-//	cmd/..., plugins/..., scripts/... (the binaries)
+//	cmd/..., plugins/..., tools/... (the binaries)
 //
 // A package imports only from its own layer or a lower one. On top of that:
 // plugins/... (the CNI binaries) link nothing above the engine, and never

@@ -39,7 +39,7 @@ var layers = []layer{
 	// Test helpers may use the store, the engine and node/, and only tests
 	// import them (rule testOnly).
 	{name: "test helpers", rank: 2, prefixes: []string{"internal", "integration"}},
-	{name: "binaries", rank: 3, prefixes: []string{"cmd", "plugins", "scripts"}},
+	{name: "binaries", rank: 3, prefixes: []string{"cmd", "plugins", "tools"}},
 }
 
 // testOnly are the prefixes of the test helpers: only tests and other test
@@ -367,8 +367,8 @@ func TestCheckFindsEveryBrokenRule(t *testing.T) {
 		},
 	}, {
 		name: "a package no layer covers",
-		pkgs: map[string]edge{"tools/gen": {}},
-		want: []string{"tools/gen: no layer covers it: give it one in internal/layers/layers_test.go"},
+		pkgs: map[string]edge{"hack/gen": {}},
+		want: []string{"hack/gen: no layer covers it: give it one in internal/layers/layers_test.go"},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -15,16 +15,16 @@ func TestConfigFromEnv(t *testing.T) {
 		wantErr string
 	}{
 		{name: "unset: make test's size", env: nil, want: Config{Counts: []int{3}, Rounds: 1}},
-		{name: "make bench-node's", env: map[string]string{EnvCounts: "30,60", EnvRounds: "5", EnvOut: "/o", EnvDocs: "/d"},
+		{name: "make bench-node's", env: map[string]string{envCounts: "30,60", envRounds: "5", envOut: "/o", envDocs: "/d"},
 			want: Config{Counts: []int{30, 60}, Rounds: 5, Out: "/o", Docs: "/d"}},
-		{name: "spaces", env: map[string]string{EnvCounts: " 10 , 2", EnvRounds: " 2 "}, want: Config{Counts: []int{10, 2}, Rounds: 2}},
-		{name: "zero pods", env: map[string]string{EnvCounts: "0"}, wantErr: EnvCounts},
-		{name: "too many pods", env: map[string]string{EnvCounts: "201"}, wantErr: "from 1 to 200"},
-		{name: "not a number", env: map[string]string{EnvCounts: "30,x"}, wantErr: `"x"`},
-		{name: "twice", env: map[string]string{EnvCounts: "30,30"}, wantErr: "30 given twice"},
-		{name: "empty item", env: map[string]string{EnvCounts: "30,"}, wantErr: EnvCounts},
-		{name: "zero rounds", env: map[string]string{EnvRounds: "0"}, wantErr: EnvRounds},
-		{name: "rounds not a number", env: map[string]string{EnvRounds: "many"}, wantErr: `"many"`},
+		{name: "spaces", env: map[string]string{envCounts: " 10 , 2", envRounds: " 2 "}, want: Config{Counts: []int{10, 2}, Rounds: 2}},
+		{name: "zero pods", env: map[string]string{envCounts: "0"}, wantErr: envCounts},
+		{name: "too many pods", env: map[string]string{envCounts: "201"}, wantErr: "from 1 to 200"},
+		{name: "not a number", env: map[string]string{envCounts: "30,x"}, wantErr: `"x"`},
+		{name: "twice", env: map[string]string{envCounts: "30,30"}, wantErr: "30 given twice"},
+		{name: "empty item", env: map[string]string{envCounts: "30,"}, wantErr: envCounts},
+		{name: "zero rounds", env: map[string]string{envRounds: "0"}, wantErr: envRounds},
+		{name: "rounds not a number", env: map[string]string{envRounds: "many"}, wantErr: `"many"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -66,8 +66,8 @@ func TestVariantString(t *testing.T) {
 	assert.Equal(t, "primary", Primary.String())
 	assert.Equal(t, "catena", Catena.String())
 	names := Names{Primary: "flannel", Catena: "Catena over flannel"}
-	assert.Equal(t, "flannel", names.Of(Primary))
-	assert.Equal(t, "Catena over flannel", names.Of(Catena))
+	assert.Equal(t, "flannel", names.of(Primary))
+	assert.Equal(t, "Catena over flannel", names.of(Catena))
 }
 
 func TestParseLoadAvg(t *testing.T) {

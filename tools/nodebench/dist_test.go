@@ -47,7 +47,7 @@ func TestSamplesQuantile(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			before := append([]time.Duration(nil), tc.samples...)
-			got, ok := Dist{Samples: tc.samples}.Quantile(tc.q)
+			got, ok := Dist{samples: tc.samples}.Quantile(tc.q)
 			assert.Equal(t, tc.ok, ok)
 			assert.Equal(t, tc.want, got)
 			assert.Equal(t, before, tc.samples, "the samples are left unsorted")
@@ -59,7 +59,7 @@ var inf = math.Inf(1)
 
 func TestHistQuantile(t *testing.T) {
 	// 10 observations: 2 <= 0.1 s, 4 more <= 0.5 s, 4 more <= 1 s
-	h := Hist{Bounds: []float64{0.1, 0.5, 1, inf}, Cumulative: []float64{2, 6, 10, 10}}
+	h := Hist{bounds: []float64{0.1, 0.5, 1, inf}, cumulative: []float64{2, 6, 10, 10}}
 	tests := []struct {
 		name string
 		h    Hist
@@ -70,21 +70,21 @@ func TestHistQuantile(t *testing.T) {
 		{name: "in the first bucket, from 0", h: h, q: 0.1, want: 0.05, ok: true},
 		{name: "median", h: h, q: 0.5, want: 0.4, ok: true},
 		{name: "p99", h: h, q: 0.99, want: 0.9875, ok: true},
-		{name: "in +Inf: the highest finite bound", h: Hist{Bounds: []float64{0.1, 0.5, 1, inf}, Cumulative: []float64{1, 1, 1, 3}}, q: 0.9, want: 1, ok: true},
-		{name: "empty", h: Hist{Bounds: []float64{0.1, inf}, Cumulative: []float64{0, 0}}, q: 0.5},
+		{name: "in +Inf: the highest finite bound", h: Hist{bounds: []float64{0.1, 0.5, 1, inf}, cumulative: []float64{1, 1, 1, 3}}, q: 0.9, want: 1, ok: true},
+		{name: "empty", h: Hist{bounds: []float64{0.1, inf}, cumulative: []float64{0, 0}}, q: 0.5},
 		{name: "no buckets", h: Hist{}, q: 0.5},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := tc.h.Quantile(tc.q)
+			got, ok := tc.h.quantile(tc.q)
 			assert.Equal(t, tc.ok, ok)
 			assert.InDelta(t, tc.want, got, 1e-9)
-			d, dok := Dist{Hist: &tc.h}.Quantile(tc.q)
+			d, dok := Dist{hist: &tc.h}.Quantile(tc.q)
 			assert.Equal(t, tc.ok, dok)
 			assert.InDelta(t, tc.want*float64(time.Second), float64(d), 1)
 		})
 	}
-	assert.Equal(t, 10, Dist{Hist: &h}.Count())
+	assert.Equal(t, 10, Dist{hist: &h}.Count())
 }
 
 // families parses a scrape in Prometheus's text format.
@@ -125,11 +125,11 @@ func TestHistDelta(t *testing.T) {
 		wantErr       string
 	}{
 		{name: "the round's observations", before: cniScrape([3]int{2, 3, 3}, [3]int{1, 1, 1}), after: cniScrape([3]int{4, 8, 9}, [3]int{1, 2, 2}),
-			labels: setUp, want: Hist{Bounds: []float64{0.1, 0.5, inf}, Cumulative: []float64{2, 5, 6}}},
+			labels: setUp, want: Hist{bounds: []float64{0.1, 0.5, inf}, cumulative: []float64{2, 5, 6}}},
 		{name: "by its labels", before: cniScrape([3]int{2, 3, 3}, [3]int{1, 1, 1}), after: cniScrape([3]int{4, 8, 9}, [3]int{1, 2, 2}),
-			labels: map[string]string{"operation_type": "tear_down_pod"}, want: Hist{Bounds: []float64{0.1, 0.5, inf}, Cumulative: []float64{0, 1, 1}}},
+			labels: map[string]string{"operation_type": "tear_down_pod"}, want: Hist{bounds: []float64{0.1, 0.5, inf}, cumulative: []float64{0, 1, 1}}},
 		{name: "not observed before: from zero", before: "", after: cniScrape([3]int{1, 2, 2}, [3]int{0, 0, 0}),
-			labels: setUp, want: Hist{Bounds: []float64{0.1, 0.5, inf}, Cumulative: []float64{1, 2, 2}}},
+			labels: setUp, want: Hist{bounds: []float64{0.1, 0.5, inf}, cumulative: []float64{1, 2, 2}}},
 		{name: "not in the scrape after", before: "", after: "# TYPE other counter\nother 1\n", labels: setUp, wantErr: "not in the scrape"},
 		{name: "counts went down", before: cniScrape([3]int{4, 8, 9}, [3]int{0, 0, 0}), after: cniScrape([3]int{1, 1, 1}, [3]int{0, 0, 0}),
 			labels: setUp, wantErr: "went down"},
@@ -152,25 +152,25 @@ func TestHistDelta(t *testing.T) {
 }
 
 func TestMerge(t *testing.T) {
-	h1 := Hist{Bounds: []float64{0.1, inf}, Cumulative: []float64{1, 2}}
-	h2 := Hist{Bounds: []float64{0.1, inf}, Cumulative: []float64{3, 3}}
-	other := Hist{Bounds: []float64{0.2, inf}, Cumulative: []float64{1, 1}}
+	h1 := Hist{bounds: []float64{0.1, inf}, cumulative: []float64{1, 2}}
+	h2 := Hist{bounds: []float64{0.1, inf}, cumulative: []float64{3, 3}}
+	other := Hist{bounds: []float64{0.2, inf}, cumulative: []float64{1, 1}}
 	tests := []struct {
 		name    string
 		in      []Dist
 		want    Dist
 		wantErr string
 	}{
-		{name: "samples", in: []Dist{{Samples: ms(1, 2)}, {}, {Samples: ms(3)}}, want: Dist{Samples: ms(1, 2, 3)}},
-		{name: "histograms", in: []Dist{{Hist: &h1}, {}, {Hist: &h2}}, want: Dist{Hist: &Hist{Bounds: []float64{0.1, inf}, Cumulative: []float64{4, 5}}}},
+		{name: "samples", in: []Dist{{samples: ms(1, 2)}, {}, {samples: ms(3)}}, want: Dist{samples: ms(1, 2, 3)}},
+		{name: "histograms", in: []Dist{{hist: &h1}, {}, {hist: &h2}}, want: Dist{hist: &Hist{bounds: []float64{0.1, inf}, cumulative: []float64{4, 5}}}},
 		{name: "nothing", in: nil, want: Dist{}},
-		{name: "samples then a histogram", in: []Dist{{Samples: ms(1)}, {Hist: &h1}}, wantErr: "samples and a histogram"},
-		{name: "a histogram then samples", in: []Dist{{Hist: &h1}, {Samples: ms(1)}}, wantErr: "samples and a histogram"},
-		{name: "other buckets", in: []Dist{{Hist: &h1}, {Hist: &other}}, wantErr: "differ"},
+		{name: "samples then a histogram", in: []Dist{{samples: ms(1)}, {hist: &h1}}, wantErr: "samples and a histogram"},
+		{name: "a histogram then samples", in: []Dist{{hist: &h1}, {samples: ms(1)}}, wantErr: "samples and a histogram"},
+		{name: "other buckets", in: []Dist{{hist: &h1}, {hist: &other}}, wantErr: "differ"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := Merge(tc.in...)
+			got, err := merge(tc.in...)
 			if tc.wantErr != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tc.wantErr)
@@ -180,5 +180,5 @@ func TestMerge(t *testing.T) {
 			assert.Equal(t, tc.want, got)
 		})
 	}
-	assert.Equal(t, []float64{1, 2}, h1.Cumulative, "merging leaves its inputs alone")
+	assert.Equal(t, []float64{1, 2}, h1.cumulative, "merging leaves its inputs alone")
 }

@@ -29,7 +29,7 @@ func TestParseCPUTimes(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := ParseCPUTimes(strings.NewReader(tc.in))
+			got, err := parseCPUTimes(strings.NewReader(tc.in))
 			if tc.wantErr != "" {
 				require.ErrorContains(t, err, tc.wantErr)
 				return
@@ -41,9 +41,9 @@ func TestParseCPUTimes(t *testing.T) {
 }
 
 func TestBusyShare(t *testing.T) {
-	a, err := ParseCPUTimes(strings.NewReader("cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 1 2 3 4 5\n"))
+	a, err := parseCPUTimes(strings.NewReader("cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 1 2 3 4 5\n"))
 	require.NoError(t, err)
-	b, err := ParseCPUTimes(strings.NewReader("cpu  500 0 250 1200 50 0 0 0 0 0\n"))
+	b, err := parseCPUTimes(strings.NewReader("cpu  500 0 250 1200 50 0 0 0 0 0\n"))
 	require.NoError(t, err)
 	assert.InDelta(t, 0.6, a.BusyShare(b), 1e-9, "400 of the 1000 ticks since were idle")
 	assert.Zero(t, a.BusyShare(a))

@@ -29,9 +29,9 @@ func readyPods(ready ...int) []Pod {
 func round(v Variant, n, index int, load float64, sli int, add []int, ready ...int) Round {
 	pods := readyPods(ready...)
 	d := PodDists(pods)
-	d[KubeletStartSLI.ID] = Dist{Hist: &Hist{Bounds: []float64{0.5, 1, inf}, Cumulative: []float64{0, float64(sli), float64(sli)}}}
+	d[KubeletStartSLI.ID] = Dist{hist: &Hist{bounds: []float64{0.5, 1, inf}, cumulative: []float64{0, float64(sli), float64(sli)}}}
 	if v == Catena {
-		d[CatenaAdd.ID] = Dist{Samples: ms(add...)}
+		d[CatenaAdd.ID] = Dist{samples: ms(add...)}
 	}
 	return Round{Variant: v, N: n, Index: index, Pods: pods, Dists: d, Load: load}
 }
@@ -73,17 +73,17 @@ func TestReport(t *testing.T) {
 	} {
 		assert.Contains(t, flat, want)
 	}
-	assert.NotContains(t, out, DeleteGone.Label, "a measure no round measured is left out")
+	assert.NotContains(t, out, deleteGone.Label, "a measure no round measured is left out")
 	assert.Less(t, strings.Index(out, "N=3,"), strings.Index(out, "N=2,"), "the N in the order they ran")
 }
 
 func TestReportRefusesMixedDists(t *testing.T) {
 	rounds := sampleRounds()
-	rounds[3].Dists[KubeletStartSLI.ID] = Dist{Samples: ms(1)}
+	rounds[3].Dists[KubeletStartSLI.ID] = Dist{samples: ms(1)}
 	err := Report(&bytes.Buffer{}, rounds, Names{Primary: "p", Catena: "c"})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "kubelet pod start SLI (hist) of primary at N=3: merge: samples and a histogram")
-	require.Error(t, WriteCSV(&bytes.Buffer{}, rounds))
+	require.Error(t, writeCSV(&bytes.Buffer{}, rounds))
 }
 
 func readCSV(t *testing.T, raw []byte) [][]string {
@@ -95,7 +95,7 @@ func readCSV(t *testing.T, raw []byte) [][]string {
 
 func TestWriteCSV(t *testing.T) {
 	var b bytes.Buffer
-	require.NoError(t, WriteCSV(&b, sampleRounds()))
+	require.NoError(t, writeCSV(&b, sampleRounds()))
 	rows := readCSV(t, b.Bytes())
 	require.NotEmpty(t, rows)
 	assert.Equal(t, []string{"n", "variant", "measure", "rounds", "count", "p50_ms", "p90_ms", "p99_ms",
@@ -118,7 +118,7 @@ func TestWritePodsCSV(t *testing.T) {
 		{Name: "density-b", Created: at(0), Ready: at(300)},
 	}}}
 	var b bytes.Buffer
-	require.NoError(t, WritePodsCSV(&b, rounds))
+	require.NoError(t, writePodsCSV(&b, rounds))
 	assert.Equal(t, [][]string{
 		{"n", "variant", "round", "pod", "created_scheduled_ms", "scheduled_sandbox_ready_ms", "sandbox_ready_ready_ms", "created_ready_ms", "delete_gone_ms"},
 		{"2", "catena", "1", "density-a", "5.000", "195.000", "50.000", "250.000", "1500.000"},
@@ -166,15 +166,15 @@ func TestRatio(t *testing.T) {
 func TestReportNoRatioToZero(t *testing.T) {
 	// kubelet often reports sandbox ready and Ready in one status update
 	rounds := []Round{
-		{Variant: Primary, N: 1, Dists: map[string]Dist{SandboxReady.ID: {Samples: ms(0)}}},
-		{Variant: Catena, N: 1, Index: 1, Dists: map[string]Dist{SandboxReady.ID: {Samples: ms(5)}}},
+		{Variant: Primary, N: 1, Dists: map[string]Dist{sandboxReady.ID: {samples: ms(0)}}},
+		{Variant: Catena, N: 1, Index: 1, Dists: map[string]Dist{sandboxReady.ID: {samples: ms(5)}}},
 	}
 	var b bytes.Buffer
 	require.NoError(t, Report(&b, rounds, Names{Primary: "p", Catena: "c"}))
 	assert.Contains(t, spaces.ReplaceAllString(b.String(), " "),
 		"| sandbox ready -> Ready | 1 | 0.0 / 0.0 / 0.0 | 0.0-0.0 | 1 | 5.0 / 5.0 / 5.0 | 5.0-5.0 | - / - / - |")
 	b.Reset()
-	require.NoError(t, WriteCSV(&b, rounds))
+	require.NoError(t, writeCSV(&b, rounds))
 	rows := readCSV(t, b.Bytes())
 	require.Len(t, rows, 3)
 	assert.Equal(t, []string{"", "", "", "", ""}, rows[2][10:], "no ratio to 0 ms")

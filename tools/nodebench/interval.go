@@ -19,10 +19,10 @@ const (
 	seed = 1
 )
 
-// RatioInterval is the 95% bootstrap interval over rounds of the ratio
+// ratioInterval is the 95% bootstrap interval over rounds of the ratio
 // Catena / primary of measure m's pooled p50 at n; false when either
 // variant has fewer than two rounds that measured it.
-func RatioInterval(rounds []Round, n int, m Measure) (lo, hi float64, ok bool, err error) {
+func ratioInterval(rounds []Round, n int, m Measure) (lo, hi float64, ok bool, err error) {
 	var per [2][]Dist
 	for _, r := range rounds {
 		if r.N != n {
@@ -41,7 +41,7 @@ func RatioInterval(rounds []Round, n int, m Measure) (lo, hi float64, ok bool, e
 		for i := range pick {
 			pick[i] = ds[rng.IntN(len(ds))]
 		}
-		all, err := Merge(pick...)
+		all, err := merge(pick...)
 		if err != nil {
 			return 0, err
 		}

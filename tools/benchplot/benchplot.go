@@ -1,6 +1,6 @@
 // Package benchplot draws the benchmarks' latency CDFs as PNG files: one
 // panel per measurement, side by side, a line per named series. The node
-// bench (scripts/nodebench) and make bench (scripts/bench) share it.
+// bench (tools/nodebench) and make bench (tools/bench) share it.
 //
 // Files:
 //

@@ -11,28 +11,28 @@ import (
 // The environment the harness reads; make bench-node sets it (the
 // Makefile's BENCH_NODE_* variables), make test leaves it unset.
 const (
-	// EnvCounts is the list of N, comma-separated ("30,60")
-	EnvCounts = "CATENA_BENCH_NODE_N"
-	// EnvRounds is how many rounds each variant runs per N
-	EnvRounds = "CATENA_BENCH_NODE_ROUNDS"
-	// EnvOut is the directory the CSV files and the plot go to
-	EnvOut = "CATENA_BENCH_NODE_OUT"
-	// EnvDocs, when set, is the docs directory the plot is also written
+	// envCounts is the list of N, comma-separated ("30,60")
+	envCounts = "CATENA_BENCH_NODE_N"
+	// envRounds is how many rounds each variant runs per N
+	envRounds = "CATENA_BENCH_NODE_ROUNDS"
+	// envOut is the directory the CSV files and the plot go to
+	envOut = "CATENA_BENCH_NODE_OUT"
+	// envDocs, when set, is the docs directory the plot is also written
 	// to, as node-density.png
-	EnvDocs = "CATENA_BENCH_NODE_DOCS"
-	// EnvPerf, when set, profiles each round with perf (PerfArgs) into
+	envDocs = "CATENA_BENCH_NODE_DOCS"
+	// envPerf, when set, profiles each round with perf (PerfArgs) into
 	// the perf/ directory of the output and reports the CPU by command
 	// (ReportCPU)
-	EnvPerf = "CATENA_BENCH_NODE_PERF"
+	envPerf = "CATENA_BENCH_NODE_PERF"
 )
 
 // The harness test's size when the environment sets none: one round of
 // each variant with 3 pods, cheap enough for make test.
 const (
-	DefaultCount  = 3
-	DefaultRounds = 1
-	// MaxCount bounds N: the node's flannel subnet is a /24
-	MaxCount = 200
+	defaultCount  = 3
+	defaultRounds = 1
+	// maxCount bounds N: the node's flannel subnet is a /24
+	maxCount = 200
 )
 
 // Config is one run's size and where it writes.
@@ -41,39 +41,39 @@ type Config struct {
 	Rounds int
 	Out    string // "": the caller's temp dir
 	Docs   string // "": no copy of the plot into the docs
-	Perf   bool   // profile each round (EnvPerf)
+	Perf   bool   // profile each round (envPerf)
 }
 
 // ConfigFromEnv reads the Config from getenv (os.Getenv), defaults for
 // what is unset.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
-	c := Config{Counts: []int{DefaultCount}, Rounds: DefaultRounds, Out: getenv(EnvOut), Docs: getenv(EnvDocs),
-		Perf: getenv(EnvPerf) != ""}
-	if v := getenv(EnvCounts); v != "" {
-		counts, err := ParseCounts(v)
+	c := Config{Counts: []int{defaultCount}, Rounds: defaultRounds, Out: getenv(envOut), Docs: getenv(envDocs),
+		Perf: getenv(envPerf) != ""}
+	if v := getenv(envCounts); v != "" {
+		counts, err := parseCounts(v)
 		if err != nil {
-			return Config{}, fmt.Errorf("%s: %w", EnvCounts, err)
+			return Config{}, fmt.Errorf("%s: %w", envCounts, err)
 		}
 		c.Counts = counts
 	}
-	if v := getenv(EnvRounds); v != "" {
+	if v := getenv(envRounds); v != "" {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil || n < 1 {
-			return Config{}, fmt.Errorf("%s: %q is not a positive number of rounds", EnvRounds, v)
+			return Config{}, fmt.Errorf("%s: %q is not a positive number of rounds", envRounds, v)
 		}
 		c.Rounds = n
 	}
 	return c, nil
 }
 
-// ParseCounts parses a comma-separated list of N ("30,60"): each from 1
-// to MaxCount, none twice, in the order given.
-func ParseCounts(s string) ([]int, error) {
+// parseCounts parses a comma-separated list of N ("30,60"): each from 1
+// to maxCount, none twice, in the order given.
+func parseCounts(s string) ([]int, error) {
 	var out []int
 	for _, f := range strings.Split(s, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 || n > MaxCount {
-			return nil, fmt.Errorf("%q is not a number of pods from 1 to %d", f, MaxCount)
+		if err != nil || n < 1 || n > maxCount {
+			return nil, fmt.Errorf("%q is not a number of pods from 1 to %d", f, maxCount)
 		}
 		if slices.Contains(out, n) {
 			return nil, fmt.Errorf("%d given twice", n)

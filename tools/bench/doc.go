@@ -55,5 +55,5 @@
 //	procstat.go    the machine's busy CPU time, from /proc/stat (nodebench.CPUTimes)
 //	stats.go       summaries of latencies: percentiles, ratios
 //	report.go      the tables and whether every target was met
-//	plot.go        the latency CDF plot (drawn by scripts/benchplot)
+//	plot.go        the latency CDF plot (drawn by tools/benchplot)
 package main

@@ -19,7 +19,7 @@ import (
 
 const flannelModule = "github.com/flannel-io/cni-plugin"
 
-// noFlannel asserts that dir holds neither flannel nor its stamp.
+// noFlannel asserts that dir holds neither flannel nor its version file.
 func noFlannel(t *testing.T, dir string) {
 	t.Helper()
 	assert.NoFileExists(t, filepath.Join(dir, "flannel"))
@@ -205,9 +205,9 @@ func TestInstallFlannelFromModuleProxy(t *testing.T) {
 	if err == nil {
 		assert.Contains(t, string(file), "statically linked")
 	}
-	stamp, err := os.ReadFile(filepath.Join(out, ".flannel.version"))
+	vfile, err := os.ReadFile(filepath.Join(out, ".flannel.version"))
 	require.NoError(t, err)
-	assert.Equal(t, "flannel="+version+" commit="+commit+" module="+flannelModule+" static\n", string(stamp))
+	assert.Equal(t, "flannel="+version+" commit="+commit+" module="+flannelModule+" static\n", string(vfile))
 
 	// Built already: no proxy needed.
 	res = runScript(t, "install-flannel.sh", time.Minute, append(env, "GOPROXY=off")...)

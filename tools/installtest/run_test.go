@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// repoRoot is the repo's checkout: this package is scripts/installtest.
+// repoRoot is the repo's checkout: this package is tools/installtest.
 func repoRoot(t *testing.T) string {
 	t.Helper()
 	root, err := filepath.Abs(filepath.Join("..", ".."))

@@ -37,16 +37,16 @@ func TestJournalDists(t *testing.T) {
 	}
 	d := JournalDists(ops, "density-")
 	assert.Equal(t, map[string]Dist{
-		CatenaAdd.ID:        {Samples: []time.Duration{100 * time.Millisecond, 50 * time.Millisecond}},
-		CatenaAddOwn.ID:     {Samples: []time.Duration{10 * time.Millisecond, 5 * time.Millisecond}},
-		CatenaDel.ID:        {Samples: []time.Duration{80 * time.Millisecond}},
-		CatenaDelOwn.ID:     {Samples: []time.Duration{10 * time.Millisecond}},
-		CatenaCheck.ID:      {Samples: []time.Duration{40 * time.Millisecond}},
-		CatenaAddLock.ID:    {Samples: []time.Duration{0, 0}},
-		CatenaAddWrites.ID:  {Samples: []time.Duration{4 * time.Millisecond, 2 * time.Millisecond}},
-		CatenaAddStartup.ID: {Samples: []time.Duration{20 * time.Millisecond}},
-		CatenaAddCPU.ID:     {Samples: []time.Duration{6 * time.Millisecond}},
-		CatenaAddDelay.ID:   {Samples: []time.Duration{30 * time.Millisecond}},
+		CatenaAdd.ID:        {samples: []time.Duration{100 * time.Millisecond, 50 * time.Millisecond}},
+		catenaAddOwn.ID:     {samples: []time.Duration{10 * time.Millisecond, 5 * time.Millisecond}},
+		CatenaDel.ID:        {samples: []time.Duration{80 * time.Millisecond}},
+		catenaDelOwn.ID:     {samples: []time.Duration{10 * time.Millisecond}},
+		CatenaCheck.ID:      {samples: []time.Duration{40 * time.Millisecond}},
+		catenaAddLock.ID:    {samples: []time.Duration{0, 0}},
+		catenaAddWrites.ID:  {samples: []time.Duration{4 * time.Millisecond, 2 * time.Millisecond}},
+		catenaAddStartup.ID: {samples: []time.Duration{20 * time.Millisecond}},
+		catenaAddCPU.ID:     {samples: []time.Duration{6 * time.Millisecond}},
+		catenaAddDelay.ID:   {samples: []time.Duration{30 * time.Millisecond}},
 	}, d)
 	assert.Zero(t, JournalDists(nil, "density-")[CatenaAdd.ID].Count(), "the primary's rounds: no journal")
 	assert.Equal(t, "ADD=5 DEL=1 CHECK=1 RECLAIM=1", Verbs(ops))

@@ -34,16 +34,16 @@ func TestCRIOLog(t *testing.T) {
 	assert.Equal(t, 1, l.Pods(), "the other Deployment's pod is not the round's")
 	assert.Empty(t, l.Unstopped())
 	assert.Equal(t, map[string]Dist{
-		CRIOAdd.ID:         {Samples: []time.Duration{300 * time.Millisecond}},
-		CRIORunSandbox.ID:  {Samples: []time.Duration{900 * time.Millisecond}},
-		CRIOStopSandbox.ID: {Samples: []time.Duration{400 * time.Millisecond}},
+		CRIOAdd.ID:         {samples: []time.Duration{300 * time.Millisecond}},
+		CRIORunSandbox.ID:  {samples: []time.Duration{900 * time.Millisecond}},
+		CRIOStopSandbox.ID: {samples: []time.Duration{400 * time.Millisecond}},
 	}, l.Dists(), "the first stop counts, the later one that found it stopped does not")
 
 	half := NewCRIOLog("density-")
 	require.NoError(t, half.Read(strings.NewReader(crioLog[:strings.Index(crioLog, "a line")])))
 	assert.Equal(t, []string{"sb1"}, half.Unstopped(), "ran, not yet stopped")
-	assert.Empty(t, half.Dists()[CRIOStopSandbox.ID].Samples)
-	assert.Len(t, half.Dists()[CRIOAdd.ID].Samples, 1)
+	assert.Empty(t, half.Dists()[CRIOStopSandbox.ID].samples)
+	assert.Len(t, half.Dists()[CRIOAdd.ID].samples, 1)
 }
 
 func TestLogfmtValue(t *testing.T) {

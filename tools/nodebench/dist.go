@@ -14,27 +14,27 @@ import (
 // measured, or what a Prometheus histogram observed meanwhile (only its
 // buckets are known).
 type Dist struct {
-	Samples []time.Duration
-	Hist    *Hist
+	samples []time.Duration
+	hist    *Hist
 }
 
 // Count is how many values the Dist holds.
 func (d Dist) Count() int {
-	if d.Hist != nil {
-		return int(math.Round(d.Hist.Count()))
+	if d.hist != nil {
+		return int(math.Round(d.hist.Count()))
 	}
-	return len(d.Samples)
+	return len(d.samples)
 }
 
 // Quantile is the q-quantile (0 < q <= 1) of the samples by nearest rank,
 // or of the histogram as Prometheus's histogram_quantile interpolates it;
 // false when the Dist is empty.
 func (d Dist) Quantile(q float64) (time.Duration, bool) {
-	if d.Hist != nil {
-		s, ok := d.Hist.Quantile(q)
+	if d.hist != nil {
+		s, ok := d.hist.quantile(q)
 		return time.Duration(s * float64(time.Second)), ok
 	}
-	return nearestRank(d.Samples, q)
+	return nearestRank(d.samples, q)
 }
 
 // nearestRank is the value of rank ceil(q*n) of the sorted samples.
@@ -49,23 +49,23 @@ func nearestRank(ds []time.Duration, q float64) (time.Duration, bool) {
 	return s[rank-1], true
 }
 
-// Merge is the Dists together: their samples, or their histograms
+// merge is the Dists together: their samples, or their histograms
 // added, which must have the same buckets; a Dist of neither kind is
 // empty and adds nothing.
-func Merge(ds ...Dist) (Dist, error) {
+func merge(ds ...Dist) (Dist, error) {
 	var out Dist
 	for _, d := range ds {
 		switch {
-		case d.Hist == nil && len(d.Samples) == 0:
-		case (d.Hist == nil) != (out.Hist == nil) && (out.Hist != nil || len(out.Samples) > 0):
+		case d.hist == nil && len(d.samples) == 0:
+		case (d.hist == nil) != (out.hist == nil) && (out.hist != nil || len(out.samples) > 0):
 			return Dist{}, errors.New("merge: samples and a histogram")
-		case d.Hist == nil:
-			out.Samples = append(out.Samples, d.Samples...)
-		case out.Hist == nil:
-			h := d.Hist.clone()
-			out.Hist = &h
+		case d.hist == nil:
+			out.samples = append(out.samples, d.samples...)
+		case out.hist == nil:
+			h := d.hist.clone()
+			out.hist = &h
 		default:
-			if err := out.Hist.add(*d.Hist); err != nil {
+			if err := out.hist.add(*d.hist); err != nil {
 				return Dist{}, err
 			}
 		}
@@ -76,61 +76,61 @@ func Merge(ds ...Dist) (Dist, error) {
 // Hist is a histogram's buckets: the cumulative count at each upper bound,
 // in seconds, the last +Inf.
 type Hist struct {
-	Bounds     []float64
-	Cumulative []float64
+	bounds     []float64
+	cumulative []float64
 }
 
 // Count is how many observations the histogram holds.
 func (h Hist) Count() float64 {
-	if len(h.Cumulative) == 0 {
+	if len(h.cumulative) == 0 {
 		return 0
 	}
-	return h.Cumulative[len(h.Cumulative)-1]
+	return h.cumulative[len(h.cumulative)-1]
 }
 
 func (h Hist) clone() Hist {
-	return Hist{Bounds: slices.Clone(h.Bounds), Cumulative: slices.Clone(h.Cumulative)}
+	return Hist{bounds: slices.Clone(h.bounds), cumulative: slices.Clone(h.cumulative)}
 }
 
 func (h *Hist) add(o Hist) error {
-	if !slices.Equal(h.Bounds, o.Bounds) {
-		return fmt.Errorf("merge: buckets %v and %v differ", h.Bounds, o.Bounds)
+	if !slices.Equal(h.bounds, o.bounds) {
+		return fmt.Errorf("merge: buckets %v and %v differ", h.bounds, o.bounds)
 	}
-	for i := range h.Cumulative {
-		h.Cumulative[i] += o.Cumulative[i]
+	for i := range h.cumulative {
+		h.cumulative[i] += o.cumulative[i]
 	}
 	return nil
 }
 
-// Quantile is the q-quantile in seconds as histogram_quantile computes
+// quantile is the q-quantile in seconds as histogram_quantile computes
 // it: the bucket holding rank q*count, and a linear interpolation within
 // it (from 0 for the first bucket); in the +Inf bucket, the highest finite
 // bound. False when the histogram is empty.
-func (h Hist) Quantile(q float64) (float64, bool) {
+func (h Hist) quantile(q float64) (float64, bool) {
 	count := h.Count()
 	if count == 0 {
 		return 0, false
 	}
 	rank := q * count
 	i := 0
-	for i < len(h.Cumulative)-1 && h.Cumulative[i] < rank {
+	for i < len(h.cumulative)-1 && h.cumulative[i] < rank {
 		i++
 	}
-	if math.IsInf(h.Bounds[i], 1) {
+	if math.IsInf(h.bounds[i], 1) {
 		if i == 0 {
 			return 0, true
 		}
-		return h.Bounds[i-1], true
+		return h.bounds[i-1], true
 	}
 	lower, below := 0.0, 0.0
 	if i > 0 {
-		lower, below = h.Bounds[i-1], h.Cumulative[i-1]
+		lower, below = h.bounds[i-1], h.cumulative[i-1]
 	}
-	in := h.Cumulative[i] - below
+	in := h.cumulative[i] - below
 	if in == 0 {
-		return h.Bounds[i], true
+		return h.bounds[i], true
 	}
-	return lower + (h.Bounds[i]-lower)*(rank-below)/in, true
+	return lower + (h.bounds[i]-lower)*(rank-below)/in, true
 }
 
 // HistDelta is what the histogram name, its series with labels (each
@@ -154,13 +154,13 @@ func HistDelta(before, after map[string]*dto.MetricFamily, name string, labels m
 	if b == nil {
 		return *a, nil
 	}
-	if !slices.Equal(a.Bounds, b.Bounds) {
+	if !slices.Equal(a.bounds, b.bounds) {
 		return Hist{}, fmt.Errorf("histogram %s%v: buckets changed between the scrapes", name, labels)
 	}
 	d := a.clone()
-	for i := range d.Cumulative {
-		d.Cumulative[i] -= b.Cumulative[i]
-		if d.Cumulative[i] < 0 {
+	for i := range d.cumulative {
+		d.cumulative[i] -= b.cumulative[i]
+		if d.cumulative[i] < 0 {
 			return Hist{}, fmt.Errorf("histogram %s%v: its counts went down (restarted?)", name, labels)
 		}
 	}
@@ -183,12 +183,12 @@ func histOf(fams map[string]*dto.MetricFamily, name string, labels map[string]st
 		}
 		h := &Hist{}
 		for _, b := range m.GetHistogram().GetBucket() {
-			h.Bounds = append(h.Bounds, b.GetUpperBound())
-			h.Cumulative = append(h.Cumulative, float64(b.GetCumulativeCount()))
+			h.bounds = append(h.bounds, b.GetUpperBound())
+			h.cumulative = append(h.cumulative, float64(b.GetCumulativeCount()))
 		}
-		if len(h.Bounds) == 0 || !math.IsInf(h.Bounds[len(h.Bounds)-1], 1) {
-			h.Bounds = append(h.Bounds, math.Inf(1))
-			h.Cumulative = append(h.Cumulative, float64(m.GetHistogram().GetSampleCount()))
+		if len(h.bounds) == 0 || !math.IsInf(h.bounds[len(h.bounds)-1], 1) {
+			h.bounds = append(h.bounds, math.Inf(1))
+			h.cumulative = append(h.cumulative, float64(m.GetHistogram().GetSampleCount()))
 		}
 		return h, nil
 	}

@@ -16,7 +16,7 @@ import (
 
 	"gonum.org/v1/plot"
 
-	"github.com/catena-cni/catena/scripts/benchplot"
+	"github.com/catena-cni/catena/tools/benchplot"
 )
 
 // Round is what one round measured.
@@ -38,8 +38,8 @@ type Names struct {
 	Primary, Catena string
 }
 
-// Of is v's name.
-func (n Names) Of(v Variant) string {
+// of is v's name.
+func (n Names) of(v Variant) string {
 	if v == Catena {
 		return n.Catena
 	}
@@ -56,8 +56,8 @@ type Summary struct {
 	MinP50, MaxP50 time.Duration
 }
 
-// OK says whether anything was measured.
-func (s Summary) OK() bool { return s.Count > 0 }
+// ok says whether anything was measured.
+func (s Summary) ok() bool { return s.Count > 0 }
 
 // Summarize pools measure m of variant v's rounds at n.
 func Summarize(rounds []Round, v Variant, n int, m Measure) (Summary, error) {
@@ -79,7 +79,7 @@ func Summarize(rounds []Round, v Variant, n int, m Measure) (Summary, error) {
 		s.Rounds++
 		ds = append(ds, d)
 	}
-	all, err := Merge(ds...)
+	all, err := merge(ds...)
 	if err != nil {
 		return Summary{}, fmt.Errorf("%s of %s at N=%d: %w", m.Label, v, n, err)
 	}
@@ -98,8 +98,8 @@ func Ratio(a, b time.Duration) float64 {
 	return float64(a) / float64(b)
 }
 
-// Ns are the N of the rounds, in the order they first ran.
-func Ns(rounds []Round) []int {
+// roundNs are the N of the rounds, in the order they first ran.
+func roundNs(rounds []Round) []int {
 	var out []int
 	for _, r := range rounds {
 		if !slices.Contains(out, r.N) {
@@ -117,7 +117,7 @@ const Prefix = "NODE-DENSITY "
 // primary; each line starts with Prefix.
 func Report(w io.Writer, rounds []Round, names Names) error {
 	var b bytes.Buffer
-	for _, n := range Ns(rounds) {
+	for _, n := range roundNs(rounds) {
 		per := map[Variant]int{}
 		lo, hi := -1.0, 0.0
 		for _, r := range rounds {
@@ -135,7 +135,7 @@ func Report(w io.Writer, rounds []Round, names Names) error {
 		tw := tabwriter.NewWriter(&b, 0, 0, 1, ' ', 0)
 		_, _ = fmt.Fprintf(tw, "| measure\t| n\t| %s\t| spread\t| n\t| %s\t| spread\t| ratio\t| p50 ratio, 95%% interval\t|\n", names.Primary, names.Catena)
 		_, _ = fmt.Fprintf(tw, "|---\t|---\t|---\t|---\t|---\t|---\t|---\t|---\t|---\t|\n")
-		for _, m := range Measures {
+		for _, m := range measures {
 			var s [2]Summary
 			for _, v := range Variants {
 				var err error
@@ -143,16 +143,16 @@ func Report(w io.Writer, rounds []Round, names Names) error {
 					return err
 				}
 			}
-			if !s[Primary].OK() && !s[Catena].OK() {
+			if !s[Primary].ok() && !s[Catena].ok() {
 				continue
 			}
 			ratio := "-"
-			if s[Primary].OK() && s[Catena].OK() {
+			if s[Primary].ok() && s[Catena].ok() {
 				ratio = ratioCell(s[Catena].P50, s[Primary].P50, 2) + " / " + ratioCell(s[Catena].P90, s[Primary].P90, 2) +
 					" / " + ratioCell(s[Catena].P99, s[Primary].P99, 2)
 			}
 			interval := "-"
-			if lo, hi, ok, err := RatioInterval(rounds, n, m); err != nil {
+			if lo, hi, ok, err := ratioInterval(rounds, n, m); err != nil {
 				return err
 			} else if ok {
 				interval = fmt.Sprintf("%.2f-%.2f", lo, hi)
@@ -194,34 +194,34 @@ func msf(d time.Duration) string {
 }
 
 func count(s Summary) string {
-	if !s.OK() {
+	if !s.ok() {
 		return "-"
 	}
 	return strconv.Itoa(s.Count)
 }
 
 func triple(s Summary) string {
-	if !s.OK() {
+	if !s.ok() {
 		return "-"
 	}
 	return msf(s.P50) + " / " + msf(s.P90) + " / " + msf(s.P99)
 }
 
 func spread(s Summary) string {
-	if !s.OK() {
+	if !s.ok() {
 		return "-"
 	}
 	return msf(s.MinP50) + "-" + msf(s.MaxP50)
 }
 
-// WriteCSV writes the summaries: a row per N, variant and measure
+// writeCSV writes the summaries: a row per N, variant and measure
 // measured, the ratios on Catena's rows.
-func WriteCSV(w io.Writer, rounds []Round) error {
+func writeCSV(w io.Writer, rounds []Round) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"n", "variant", "measure", "rounds", "count", "p50_ms", "p90_ms", "p99_ms",
 		"round_p50_min_ms", "round_p50_max_ms", "ratio_p50", "ratio_p90", "ratio_p99", "ratio_p50_lo95", "ratio_p50_hi95"})
-	for _, n := range Ns(rounds) {
-		for _, m := range Measures {
+	for _, n := range roundNs(rounds) {
+		for _, m := range measures {
 			var s [2]Summary
 			for _, v := range Variants {
 				var err error
@@ -230,18 +230,18 @@ func WriteCSV(w io.Writer, rounds []Round) error {
 				}
 			}
 			for _, v := range Variants {
-				if !s[v].OK() {
+				if !s[v].ok() {
 					continue
 				}
 				row := []string{strconv.Itoa(n), v.String(), m.ID, strconv.Itoa(s[v].Rounds), strconv.Itoa(s[v].Count),
 					msf(s[v].P50), msf(s[v].P90), msf(s[v].P99), msf(s[v].MinP50), msf(s[v].MaxP50), "", "", "", "", ""}
-				if v == Catena && s[Primary].OK() {
+				if v == Catena && s[Primary].ok() {
 					for i, q := range [][2]time.Duration{{s[v].P50, s[Primary].P50}, {s[v].P90, s[Primary].P90}, {s[v].P99, s[Primary].P99}} {
 						if row[10+i] = ratioCell(q[0], q[1], 3); row[10+i] == "-" {
 							row[10+i] = ""
 						}
 					}
-					lo, hi, ok, err := RatioInterval(rounds, n, m)
+					lo, hi, ok, err := ratioInterval(rounds, n, m)
 					if err != nil {
 						return err
 					}
@@ -260,21 +260,21 @@ func WriteCSV(w io.Writer, rounds []Round) error {
 	return nil
 }
 
-// WritePodsCSV writes every pod's timeline measures: a row per pod of each
+// writePodsCSV writes every pod's timeline measures: a row per pod of each
 // round, a cell left empty for a step not seen.
-func WritePodsCSV(w io.Writer, rounds []Round) error {
+func writePodsCSV(w io.Writer, rounds []Round) error {
 	cw := csv.NewWriter(w)
 	head := []string{"n", "variant", "round", "pod"}
-	for _, m := range PodMeasures {
+	for _, m := range podMeasures {
 		head = append(head, m.ID+"_ms")
 	}
 	_ = cw.Write(head)
 	for _, r := range rounds {
 		for _, p := range r.Pods {
 			row := []string{strconv.Itoa(r.N), r.Variant.String(), strconv.Itoa(r.Index), p.Name}
-			for _, m := range PodMeasures {
+			for _, m := range podMeasures {
 				cell := ""
-				if v, ok := p.Span(m); ok {
+				if v, ok := p.span(m); ok {
 					cell = strconv.FormatFloat(float64(v)/float64(time.Millisecond), 'f', 3, 64)
 				}
 				row = append(row, cell)
@@ -289,20 +289,20 @@ func WritePodsCSV(w io.Writer, rounds []Round) error {
 	return nil
 }
 
-// Plot draws a panel per N: the CDF of created -> Ready of both variants,
-// over their rounds, as a PNG at each path.
-func Plot(rounds []Round, names Names, paths ...string) error {
+// writePlot draws a panel per N: the CDF of created -> Ready of both
+// variants, over their rounds, as a PNG at each path.
+func writePlot(rounds []Round, names Names, paths ...string) error {
 	var ps []*plot.Plot
-	for _, n := range Ns(rounds) {
+	for _, n := range roundNs(rounds) {
 		var series []any
 		for _, v := range Variants {
 			var all []time.Duration
 			for _, r := range rounds {
 				if r.Variant == v && r.N == n {
-					all = append(all, r.Dists[CreatedReady.ID].Samples...)
+					all = append(all, r.Dists[CreatedReady.ID].samples...)
 				}
 			}
-			series = append(series, names.Of(v), benchplot.CDF(all))
+			series = append(series, names.of(v), benchplot.CDF(all))
 		}
 		p, err := benchplot.Panel(fmt.Sprintf("created -> Ready, N = %d", n), "fraction of pods", series...)
 		if err != nil {
@@ -331,7 +331,7 @@ func WriteFiles(dir, docs, base string, rounds []Round, names Names) ([]string, 
 	for _, f := range []struct {
 		name  string
 		write func(io.Writer, []Round) error
-	}{{base + ".csv", WriteCSV}, {base + "-pods.csv", WritePodsCSV}} {
+	}{{base + ".csv", writeCSV}, {base + "-pods.csv", writePodsCSV}} {
 		path := filepath.Join(dir, f.name)
 		var b bytes.Buffer
 		if err := f.write(&b, rounds); err != nil {
@@ -346,7 +346,7 @@ func WriteFiles(dir, docs, base string, rounds []Round, names Names) ([]string, 
 	if docs != "" {
 		plots = append(plots, filepath.Join(docs, base+".png"))
 	}
-	if err := Plot(rounds, names, plots...); err != nil {
+	if err := writePlot(rounds, names, plots...); err != nil {
 		return nil, err
 	}
 	return append(written, plots...), nil

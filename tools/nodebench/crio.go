@@ -29,7 +29,7 @@ var (
 	CRIOStopSandbox = Measure{"crio_stop_sandbox", "CRI-O StopPodSandbox (log)"}
 )
 
-// The messages ParseCRIOLog reads, as CRI-O v1.34 words them.
+// The messages CRIOLog.Read reads, as CRI-O v1.34 words them.
 const (
 	crioRunning  = "Running pod sandbox: "
 	crioRan      = "Ran pod sandbox "
@@ -196,7 +196,7 @@ func (l *CRIOLog) Dists() map[string]Dist {
 	var add, run, stop Dist
 	span := func(d *Dist, from, to time.Time) {
 		if !from.IsZero() && !to.IsZero() && !to.Before(from) {
-			d.Samples = append(d.Samples, to.Sub(from))
+			d.samples = append(d.samples, to.Sub(from))
 		}
 	}
 	for _, p := range l.pods {

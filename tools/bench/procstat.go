@@ -3,7 +3,7 @@ package main
 import (
 	"time"
 
-	"github.com/catena-cni/catena/scripts/nodebench"
+	"github.com/catena-cni/catena/tools/nodebench"
 )
 
 // nodeBusy reads how much CPU time the whole machine has spent not idle

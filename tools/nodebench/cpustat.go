@@ -28,11 +28,11 @@ func ReadCPUTimes() (CPUTimes, error) {
 		return CPUTimes{}, err
 	}
 	defer func() { _ = f.Close() }()
-	return ParseCPUTimes(f)
+	return parseCPUTimes(f)
 }
 
-// ParseCPUTimes parses the first line of /proc/stat, the cpu total.
-func ParseCPUTimes(r io.Reader) (CPUTimes, error) {
+// parseCPUTimes parses the first line of /proc/stat, the cpu total.
+func parseCPUTimes(r io.Reader) (CPUTimes, error) {
 	sc := bufio.NewScanner(r)
 	if !sc.Scan() {
 		return CPUTimes{}, fmt.Errorf("/proc/stat: empty: %w", sc.Err())

@@ -19,60 +19,60 @@ type Measure struct {
 // The measures, from the watch (per pod), the scraped histograms (per
 // round) and Catena's journal (its rounds only).
 var (
-	CreatedScheduled = Measure{"created_scheduled", "created -> scheduled"}
-	ScheduledSandbox = Measure{"scheduled_sandbox_ready", "scheduled -> sandbox ready"}
-	SandboxReady     = Measure{"sandbox_ready_ready", "sandbox ready -> Ready"}
+	createdScheduled = Measure{"created_scheduled", "created -> scheduled"}
+	scheduledSandbox = Measure{"scheduled_sandbox_ready", "scheduled -> sandbox ready"}
+	sandboxReady     = Measure{"sandbox_ready_ready", "sandbox ready -> Ready"}
 	CreatedReady     = Measure{"created_ready", "created -> Ready"}
-	DeleteGone       = Measure{"delete_gone", "delete -> gone"}
+	deleteGone       = Measure{"delete_gone", "delete -> gone"}
 	KubeletStartSLI  = Measure{"kubelet_pod_start_sli", "kubelet pod start SLI (hist)"}
 	CNISetup         = Measure{"containerd_cni_setup", "containerd CNI setup (hist)"}
 	CNITeardown      = Measure{"containerd_cni_teardown", "containerd CNI teardown (hist)"}
 	CatenaAdd        = Measure{"catena_add", "Catena ADD (journal)"}
 	CatenaDel        = Measure{"catena_del", "Catena DEL (journal)"}
 	CatenaCheck      = Measure{"catena_check", "Catena CHECK (journal)"}
-	CatenaAddOwn     = Measure{"catena_add_own", "Catena ADD, own work"}
-	CatenaDelOwn     = Measure{"catena_del_own", "Catena DEL, own work"}
-	CatenaAddLock    = Measure{"catena_add_lock_wait", "Catena ADD, lock wait"}
-	CatenaAddWrites  = Measure{"catena_add_writes", "Catena ADD, record writes"}
-	CatenaAddStartup = Measure{"catena_add_startup", "Catena ADD, process start-up"}
-	CatenaAddCPU     = Measure{"catena_add_cpu", "Catena ADD, process CPU"}
-	CatenaAddDelay   = Measure{"catena_add_run_delay", "Catena ADD, process run delay"}
+	catenaAddOwn     = Measure{"catena_add_own", "Catena ADD, own work"}
+	catenaDelOwn     = Measure{"catena_del_own", "Catena DEL, own work"}
+	catenaAddLock    = Measure{"catena_add_lock_wait", "Catena ADD, lock wait"}
+	catenaAddWrites  = Measure{"catena_add_writes", "Catena ADD, record writes"}
+	catenaAddStartup = Measure{"catena_add_startup", "Catena ADD, process start-up"}
+	catenaAddCPU     = Measure{"catena_add_cpu", "Catena ADD, process CPU"}
+	catenaAddDelay   = Measure{"catena_add_run_delay", "Catena ADD, process run delay"}
 )
 
-// PodMeasures are the measures of each pod's timeline, in the pods CSV's
+// podMeasures are the measures of each pod's timeline, in the pods CSV's
 // order.
-var PodMeasures = []Measure{CreatedScheduled, ScheduledSandbox, SandboxReady, CreatedReady, DeleteGone}
+var podMeasures = []Measure{createdScheduled, scheduledSandbox, sandboxReady, CreatedReady, deleteGone}
 
-// Measures are all of them, in the report's order.
-var Measures = append(append([]Measure{}, PodMeasures...),
+// measures are all of them, in the report's order.
+var measures = append(append([]Measure{}, podMeasures...),
 	KubeletStartSLI, CNISetup, CNITeardown, CRIOAdd, CRIORunSandbox, CRIOStopSandbox,
-	CatenaAdd, CatenaDel, CatenaCheck, CatenaAddOwn, CatenaDelOwn,
-	CatenaAddLock, CatenaAddWrites, CatenaAddStartup, CatenaAddCPU, CatenaAddDelay)
+	CatenaAdd, CatenaDel, CatenaCheck, catenaAddOwn, catenaDelOwn,
+	catenaAddLock, catenaAddWrites, catenaAddStartup, catenaAddCPU, catenaAddDelay)
 
 // The scraped histograms: kubelet's pod start SLI (creation to observed
 // running, image pulls excluded), and containerd 2.4's CRI network plugin
 // operations (its go-metrics timer adds a second _seconds to the name).
 const (
-	KubeletStartSLIMetric = "kubelet_pod_start_sli_duration_seconds"
+	kubeletStartSLIMetric = "kubelet_pod_start_sli_duration_seconds"
 	ContainerdCNIMetric   = "containerd_cri_network_plugin_operations_duration_seconds_seconds"
-	ContainerdSetUp       = "set_up_pod"
+	containerdSetUp       = "set_up_pod"
 	ContainerdTearDown    = "tear_down_pod"
 )
 
-// Span is the pod's value of a pod measure; false when a step was not
+// span is the pod's value of a pod measure; false when a step was not
 // seen, or m is not a pod measure.
-func (p Pod) Span(m Measure) (time.Duration, bool) {
+func (p Pod) span(m Measure) (time.Duration, bool) {
 	var from, to time.Time
 	switch m {
-	case CreatedScheduled:
+	case createdScheduled:
 		from, to = p.Created, p.Scheduled
-	case ScheduledSandbox:
+	case scheduledSandbox:
 		from, to = p.Scheduled, p.SandboxReady
-	case SandboxReady:
+	case sandboxReady:
 		from, to = p.SandboxReady, p.Ready
 	case CreatedReady:
 		from, to = p.Created, p.Ready
-	case DeleteGone:
+	case deleteGone:
 		from, to = p.Deleting, p.Gone
 	default:
 		return 0, false
@@ -86,11 +86,11 @@ func (p Pod) Span(m Measure) (time.Duration, bool) {
 // PodDists are the pod measures' samples over pods, by Measure.ID.
 func PodDists(pods []Pod) map[string]Dist {
 	out := map[string]Dist{}
-	for _, m := range PodMeasures {
+	for _, m := range podMeasures {
 		var d Dist
 		for _, p := range pods {
-			if v, ok := p.Span(m); ok {
-				d.Samples = append(d.Samples, v)
+			if v, ok := p.span(m); ok {
+				d.samples = append(d.samples, v)
 			}
 		}
 		out[m.ID] = d
@@ -116,20 +116,20 @@ func JournalDists(ops []events.Op, podPrefix string) map[string]Dist {
 		}
 		switch op.Verb {
 		case "ADD":
-			add.Samples, addOwn.Samples = append(add.Samples, op.Duration), append(addOwn.Samples, own)
-			lock.Samples, writes.Samples = append(lock.Samples, op.LockWait), append(writes.Samples, op.Writes)
+			add.samples, addOwn.samples = append(add.samples, op.Duration), append(addOwn.samples, own)
+			lock.samples, writes.samples = append(lock.samples, op.LockWait), append(writes.samples, op.Writes)
 			if p := op.Process; p != nil {
-				startup.Samples = append(startup.Samples, p.Startup)
-				cpu.Samples, delay.Samples = append(cpu.Samples, p.CPU), append(delay.Samples, p.RunDelay)
+				startup.samples = append(startup.samples, p.Startup)
+				cpu.samples, delay.samples = append(cpu.samples, p.CPU), append(delay.samples, p.RunDelay)
 			}
 		case "DEL":
-			del.Samples, delOwn.Samples = append(del.Samples, op.Duration), append(delOwn.Samples, own)
+			del.samples, delOwn.samples = append(del.samples, op.Duration), append(delOwn.samples, own)
 		case "CHECK":
-			check.Samples = append(check.Samples, op.Duration)
+			check.samples = append(check.samples, op.Duration)
 		}
 	}
-	return map[string]Dist{CatenaAdd.ID: add, CatenaDel.ID: del, CatenaCheck.ID: check, CatenaAddOwn.ID: addOwn, CatenaDelOwn.ID: delOwn,
-		CatenaAddLock.ID: lock, CatenaAddWrites.ID: writes, CatenaAddStartup.ID: startup, CatenaAddCPU.ID: cpu, CatenaAddDelay.ID: delay}
+	return map[string]Dist{CatenaAdd.ID: add, CatenaDel.ID: del, CatenaCheck.ID: check, catenaAddOwn.ID: addOwn, catenaDelOwn.ID: delOwn,
+		catenaAddLock.ID: lock, catenaAddWrites.ID: writes, catenaAddStartup.ID: startup, catenaAddCPU.ID: cpu, catenaAddDelay.ID: delay}
 }
 
 // Verbs counts ops by verb, "ADD=30 DEL=62 STATUS=4" in the order of
@@ -167,8 +167,8 @@ func (s Scrapes) HistDists() (map[string]Dist, error) {
 		name          string
 		labels        map[string]string
 	}{
-		{KubeletStartSLI, s.KubeletBefore, s.KubeletAfter, KubeletStartSLIMetric, nil},
-		{CNISetup, s.ContainerdBefore, s.ContainerdAfter, ContainerdCNIMetric, map[string]string{"operation_type": ContainerdSetUp}},
+		{KubeletStartSLI, s.KubeletBefore, s.KubeletAfter, kubeletStartSLIMetric, nil},
+		{CNISetup, s.ContainerdBefore, s.ContainerdAfter, ContainerdCNIMetric, map[string]string{"operation_type": containerdSetUp}},
 		{CNITeardown, s.ContainerdBefore, s.ContainerdAfter, ContainerdCNIMetric, map[string]string{"operation_type": ContainerdTearDown}},
 	} {
 		if h.before == nil && h.after == nil {
@@ -178,7 +178,7 @@ func (s Scrapes) HistDists() (map[string]Dist, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", h.m.Label, err)
 		}
-		out[h.m.ID] = Dist{Hist: &d}
+		out[h.m.ID] = Dist{hist: &d}
 	}
 	return out, nil
 }

@@ -14,7 +14,7 @@ import (
 // options are the bench's flags. The defaults are the full run behind the
 // figures of docs/performance.md; a quick run is e.g.
 //
-//	go run ./scripts/bench -n 5 -conc 10 -conc-rounds 1 -scale 0,1000 -scale-n 5 -rss-n 2
+//	go run ./tools/bench -n 5 -conc 10 -conc-rounds 1 -scale 0,1000 -scale-n 5 -rss-n 2
 type options struct {
 	n          int      // sequential iterations
 	warmup     int      // unmeasured sequential iterations

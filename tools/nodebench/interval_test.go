@@ -16,7 +16,7 @@ func TestRatioInterval(t *testing.T) {
 		round(Catena, 3, 2, 1, 3, nil, 120, 240, 360),
 		round(Primary, 3, 3, 1, 3, nil, 100, 200, 300),
 	}
-	lo, hi, ok, err := RatioInterval(same, 3, CreatedReady)
+	lo, hi, ok, err := ratioInterval(same, 3, CreatedReady)
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.InDelta(t, 1.2, lo, 1e-9)
@@ -32,14 +32,14 @@ func TestRatioInterval(t *testing.T) {
 		round(Primary, 3, 4, 1, 3, nil, 150, 150, 150),
 		round(Catena, 3, 5, 1, 3, nil, 180, 180, 180),
 	}
-	lo, hi, ok, err = RatioInterval(varied, 3, CreatedReady)
+	lo, hi, ok, err = ratioInterval(varied, 3, CreatedReady)
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Less(t, lo, 1.2)
 	assert.Greater(t, hi, 1.2)
 	assert.GreaterOrEqual(t, lo, 0.6, "at least the smallest Catena over the largest primary round")
 	assert.LessOrEqual(t, hi, 2.4, "at most the largest Catena over the smallest primary round")
-	lo2, hi2, _, err := RatioInterval(varied, 3, CreatedReady)
+	lo2, hi2, _, err := ratioInterval(varied, 3, CreatedReady)
 	require.NoError(t, err)
 	assert.Equal(t, [2]float64{lo, hi}, [2]float64{lo2, hi2}, "reproducible")
 
@@ -53,7 +53,7 @@ func TestRatioInterval(t *testing.T) {
 		"no round at that N":  {rounds: same, n: 60, m: CreatedReady},
 		"not measured":        {rounds: same, n: 3, m: CatenaAdd},
 	} {
-		_, _, ok, err := RatioInterval(tc.rounds, tc.n, tc.m)
+		_, _, ok, err := ratioInterval(tc.rounds, tc.n, tc.m)
 		require.NoError(t, err, name)
 		assert.False(t, ok, name)
 	}

@@ -5,7 +5,7 @@ import (
 
 	"gonum.org/v1/plot"
 
-	"github.com/catena-cni/catena/scripts/benchplot"
+	"github.com/catena-cni/catena/tools/benchplot"
 )
 
 // cdfPlot is benchplot's panel, its y axis cnitool's operations.

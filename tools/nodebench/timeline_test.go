@@ -62,15 +62,15 @@ func TestTrackerTimeline(t *testing.T) {
 				{3000, watch.Deleted, pod("a", true, sched)},
 			},
 			want: Pod{Name: "density-a", UID: "a", Created: at(0), Scheduled: at(5), SandboxReady: at(300), Ready: at(350), Deleting: at(1000), Gone: at(3000)},
-			spans: map[Measure]time.Duration{CreatedScheduled: 5 * time.Millisecond, ScheduledSandbox: 295 * time.Millisecond,
-				SandboxReady: 50 * time.Millisecond, CreatedReady: 350 * time.Millisecond, DeleteGone: 2 * time.Second}},
+			spans: map[Measure]time.Duration{createdScheduled: 5 * time.Millisecond, scheduledSandbox: 295 * time.Millisecond,
+				sandboxReady: 50 * time.Millisecond, CreatedReady: 350 * time.Millisecond, deleteGone: 2 * time.Second}},
 		{name: "sandbox and Ready in one status update",
 			events: []event{
 				{0, watch.Added, pod("b", false, sched)},
 				{200, watch.Modified, pod("b", false, sched, sandbox, ready)},
 			},
 			want: Pod{Name: "density-b", UID: "b", Created: at(0), Scheduled: at(0), SandboxReady: at(200), Ready: at(200)},
-			spans: map[Measure]time.Duration{CreatedScheduled: 0, ScheduledSandbox: 200 * time.Millisecond, SandboxReady: 0,
+			spans: map[Measure]time.Duration{createdScheduled: 0, scheduledSandbox: 200 * time.Millisecond, sandboxReady: 0,
 				CreatedReady: 200 * time.Millisecond}},
 		{name: "the first True counts, not a later flap",
 			events: []event{
@@ -79,7 +79,7 @@ func TestTrackerTimeline(t *testing.T) {
 				{90, watch.Modified, pod("c", false, sched, sandbox, ready)},
 			},
 			want:  Pod{Name: "density-c", UID: "c", Created: at(0), Scheduled: at(0), SandboxReady: at(0), Ready: at(0)},
-			spans: map[Measure]time.Duration{CreatedScheduled: 0, ScheduledSandbox: 0, SandboxReady: 0, CreatedReady: 0}},
+			spans: map[Measure]time.Duration{createdScheduled: 0, scheduledSandbox: 0, sandboxReady: 0, CreatedReady: 0}},
 		{name: "deleted before it was Ready: no start measure but scheduling",
 			events: []event{
 				{0, watch.Added, pod("d", false)},
@@ -87,7 +87,7 @@ func TestTrackerTimeline(t *testing.T) {
 				{20, watch.Deleted, pod("d", false, sched)},
 			},
 			want:  Pod{Name: "density-d", UID: "d", Created: at(0), Scheduled: at(10), Deleting: at(20), Gone: at(20)},
-			spans: map[Measure]time.Duration{CreatedScheduled: 10 * time.Millisecond, DeleteGone: 0}},
+			spans: map[Measure]time.Duration{createdScheduled: 10 * time.Millisecond, deleteGone: 0}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -98,8 +98,8 @@ func TestTrackerTimeline(t *testing.T) {
 			pods := tr.Pods()
 			require.Len(t, pods, 1)
 			assert.Equal(t, tc.want, pods[0])
-			for _, m := range append(PodMeasures, KubeletStartSLI) {
-				got, ok := pods[0].Span(m)
+			for _, m := range append(podMeasures, KubeletStartSLI) {
+				got, ok := pods[0].span(m)
 				want, measured := tc.spans[m]
 				assert.Equal(t, measured, ok, m.Label)
 				assert.Equal(t, want, got, m.Label)
@@ -136,7 +136,7 @@ func TestPodDists(t *testing.T) {
 		{Created: at(0)},
 	}
 	d := PodDists(pods)
-	assert.Equal(t, []time.Duration{120 * time.Millisecond, 330 * time.Millisecond}, d[CreatedReady.ID].Samples)
-	assert.Equal(t, []time.Duration{400 * time.Millisecond}, d[DeleteGone.ID].Samples)
-	assert.Len(t, d, len(PodMeasures))
+	assert.Equal(t, []time.Duration{120 * time.Millisecond, 330 * time.Millisecond}, d[CreatedReady.ID].samples)
+	assert.Equal(t, []time.Duration{400 * time.Millisecond}, d[deleteGone.ID].samples)
+	assert.Len(t, d, len(podMeasures))
 }
