@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/catena-cni/catena/fileutil"
 )
 
 // barrierName is the file of a network's barrier in the FlockLocker's dir
@@ -31,7 +33,7 @@ func (l *FlockLocker) Barrier(ctx context.Context, network string, exclusive boo
 		return nil, fmt.Errorf("network barrier: %w", err)
 	}
 	dir := networkDirName(network)
-	dirfd, err := walkDir(filepath.Dir(l.Dir), filepath.Base(l.Dir)+"/"+dir, true)
+	dirfd, err := fileutil.WalkDir(filepath.Dir(l.Dir), filepath.Base(l.Dir)+"/"+dir, true)
 	if err != nil {
 		return nil, fmt.Errorf("network barrier of %s: %w", network, err)
 	}

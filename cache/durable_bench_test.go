@@ -13,6 +13,8 @@ import (
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/catena-cni/catena/fileutil"
 )
 
 // The benchmarks below measure the two crash-safe write schemes the store
@@ -51,7 +53,7 @@ func BenchmarkDurableReplace(b *testing.B) {
 			path := filepath.Join(dir, "replace.json")
 			b.SetBytes(int64(len(data)))
 			for b.Loop() {
-				if err := writeFileDurable(fsys, path, data); err != nil {
+				if err := fileutil.WriteFileDurable(fsys, path, data); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/catena-cni/catena/fileutil"
 )
 
 // SweepTemps removes the temp files that a crash in the middle of a durable
@@ -40,7 +42,7 @@ func (s *DiskStore) SweepTemps(network string, olderThan time.Time) ([]string, e
 		if !ok || key.Network != network {
 			continue
 		}
-		fi, err := Lstat(s.fs, path)
+		fi, err := fileutil.Lstat(s.fs, path)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -72,7 +74,7 @@ func (s *DiskStore) sweepTemp(key Key, path string) (bool, error) {
 		return false, fmt.Errorf("sweep %s: %w", path, err)
 	}
 	defer func() { _ = unlock.Unlock() }() // GC holds nothing else under it
-	if err := removeDurable(s.fs, path); err != nil {
+	if err := fileutil.RemoveDurable(s.fs, path); err != nil {
 		return false, fmt.Errorf("sweep %s: %w", path, err)
 	}
 	return true, nil

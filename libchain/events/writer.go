@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/afero"
 	"golang.org/x/sys/unix"
 
-	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/fileutil"
 )
 
 // The journal's files: <cacheDir>/events/events.jsonl, rotated to
@@ -58,14 +58,14 @@ func OnOp(cacheDir string, log *slog.Logger) func(Op) {
 // Append writes op as one line of at most MaxLine bytes (encode)
 // with a single O_APPEND write, so lines of concurrent catena processes
 // never interleave. The journal is reached like the records
-// (cache.TrustedFs): events/ and the file must be Catena's own and only
+// (fileutil.TrustedFs): events/ and the file must be Catena's own and only
 // writable by it, and no symlink is followed.
 func (j *Writer) Append(op Op) error {
 	line, err := encode(op, MaxLine)
 	if err != nil {
 		return fmt.Errorf("event journal: %w", err)
 	}
-	fsys := cache.TrustedFs(afero.NewOsFs(), j.CacheDir)
+	fsys := fileutil.TrustedFs(afero.NewOsFs(), j.CacheDir)
 	path := Path(j.CacheDir)
 	if err := fsys.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("event journal: %w", err)
@@ -125,5 +125,5 @@ func checkJournal(f afero.File, path string) (os.FileInfo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stat %s: %w", path, err)
 	}
-	return fi, cache.CheckPrivateFile(path, fi)
+	return fi, fileutil.CheckPrivateFile(path, fi)
 }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/afero"
 
-	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/fileutil"
 )
 
 // WriteFileAtomic makes path hold data with mode perm, only if it does not
@@ -53,7 +53,7 @@ func replaceAtomic(fsys afero.Fs, path string, src io.ReaderAt, size int64, perm
 		_ = fsys.Remove(tmp) // best effort, as above
 		return false, fmt.Errorf("rename %s to %s: %w", tmp, path, err)
 	}
-	if err := cache.SyncDir(fsys, filepath.Clean(dir)); err != nil {
+	if err := fileutil.SyncDir(fsys, filepath.Clean(dir)); err != nil {
 		return true, err
 	}
 	return true, nil
@@ -149,5 +149,5 @@ func RemoveDurable(fsys afero.Fs, path string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("remove %s: %w", path, err)
 	}
-	return true, cache.SyncDir(fsys, filepath.Dir(path))
+	return true, fileutil.SyncDir(fsys, filepath.Dir(path))
 }

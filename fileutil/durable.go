@@ -1,4 +1,4 @@
-package cache
+package fileutil
 
 import (
 	"crypto/rand"
@@ -21,9 +21,9 @@ import (
 // recordfile.go.
 
 const (
-	dirPerm  = 0o700
-	filePerm = 0o600
-	tmpExt   = ".tmp"
+	DirPerm  = 0o700
+	FilePerm = 0o600
+	TempExt  = ".tmp"
 )
 
 // writeFileDurable atomically and durably replaces path with data: when it
@@ -37,21 +37,21 @@ const (
 // by listing a directory that may hold 10,000 records. The temp is created
 // O_EXCL, so a symlink planted at the temp name is never followed: a
 // leftover is unlinked and the create retried once.
-func writeFileDurable(fsys afero.Fs, path string, data []byte) error {
-	_, err := writeFileDurableInfo(fsys, path, data)
+func WriteFileDurable(fsys afero.Fs, path string, data []byte) error {
+	_, err := WriteFileDurableInfo(fsys, path, data)
 	return err
 }
 
 // writeFileDurableInfo is writeFileDurable that also returns what fstat
 // said of the new file once its data was synced (the rename keeps it).
-func writeFileDurableInfo(fsys afero.Fs, path string, data []byte) (os.FileInfo, error) {
-	tmp := tempPath(path)
-	f, err := fsys.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, filePerm)
+func WriteFileDurableInfo(fsys afero.Fs, path string, data []byte) (os.FileInfo, error) {
+	tmp := TempPath(path)
+	f, err := fsys.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, FilePerm)
 	if errors.Is(err, fs.ErrExist) {
-		if err := removeTemp(fsys, path); err != nil {
+		if err := RemoveTemp(fsys, path); err != nil {
 			return nil, err
 		}
-		f, err = fsys.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, filePerm)
+		f, err = fsys.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, FilePerm)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("create temp file for %s: %w", path, err)
@@ -62,12 +62,12 @@ func writeFileDurableInfo(fsys afero.Fs, path string, data []byte) (os.FileInfo,
 // writeFileAtomic is writeFileDurable for writers that hold no lock: its
 // temp file has a unique name (tempName), so two writers of the same path
 // never write into each other's temp; the last rename wins whole.
-func writeFileAtomic(fsys afero.Fs, path string, data []byte) error {
-	tmp, err := tempName(path)
+func WriteFileAtomic(fsys afero.Fs, path string, data []byte) error {
+	tmp, err := TempName(path)
 	if err != nil {
 		return err
 	}
-	f, err := fsys.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, filePerm)
+	f, err := fsys.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, FilePerm)
 	if err != nil {
 		return fmt.Errorf("create temp file for %s: %w", path, err)
 	}
@@ -93,7 +93,7 @@ func replaceWith(fsys afero.Fs, f afero.File, tmp, path string, data []byte) (fi
 	if err != nil {
 		return nil, fmt.Errorf("write %s: %w", tmp, err)
 	}
-	if err = syncFile(f, false); err != nil {
+	if err = SyncFile(f, false); err != nil {
 		return nil, fmt.Errorf("fsync %s: %w", tmp, err)
 	}
 	if fi, err = f.Stat(); err != nil {
@@ -114,16 +114,16 @@ func replaceWith(fsys afero.Fs, f afero.File, tmp, path string, data []byte) (fi
 
 // tempPath is the hidden temp file next to path that writeFileDurable
 // renames over it: ".<name>.tmp".
-func tempPath(path string) string {
+func TempPath(path string) string {
 	dir, base := filepath.Split(path)
-	return filepath.Join(dir, "."+base+tmpExt)
+	return filepath.Join(dir, "."+base+TempExt)
 }
 
 // removeTemp unlinks the temp file of path that a crash in the middle of
 // writeFileDurable left behind, if there is one. It does not sync the
 // directory: the caller's next durable step does.
-func removeTemp(fsys afero.Fs, path string) error {
-	tmp := tempPath(path)
+func RemoveTemp(fsys afero.Fs, path string) error {
+	tmp := TempPath(path)
 	if err := fsys.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove stale temp file %s: %w", tmp, err)
 	}
@@ -132,19 +132,19 @@ func removeTemp(fsys afero.Fs, path string) error {
 
 // tempName returns a unique hidden name next to path, ending in ".tmp", for
 // writers that hold no lock (the writability probe).
-func tempName(path string) (string, error) {
+func TempName(path string) (string, error) {
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", fmt.Errorf("temp name for %s: %w", path, err)
 	}
 	dir, base := filepath.Split(path)
-	return filepath.Join(dir, "."+base+"."+hex.EncodeToString(b[:])+tmpExt), nil
+	return filepath.Join(dir, "."+base+"."+hex.EncodeToString(b[:])+TempExt), nil
 }
 
 // removeDurable removes path and makes the removal durable. A missing path is
 // not an error, but the parent is still synced: a previous removal may have
 // been interrupted between the unlink and the directory fsync.
-func removeDurable(fsys afero.Fs, path string) error {
+func RemoveDurable(fsys afero.Fs, path string) error {
 	if err := fsys.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove %s: %w", path, err)
 	}
@@ -157,7 +157,7 @@ func removeDurable(fsys afero.Fs, path string) error {
 
 // renameDurable renames oldpath to newpath (the entry itself: a symlink is
 // not followed) and syncs both parents.
-func renameDurable(fsys afero.Fs, oldpath, newpath string) error {
+func RenameDurable(fsys afero.Fs, oldpath, newpath string) error {
 	if err := fsys.Rename(oldpath, newpath); err != nil {
 		return fmt.Errorf("rename %s to %s: %w", oldpath, newpath, err)
 	}
@@ -175,7 +175,7 @@ func renameDurable(fsys afero.Fs, oldpath, newpath string) error {
 // mkdirAllDurable is MkdirAll that fsyncs the parent of every directory it
 // creates, so that the new entries survive a crash. An existing directory
 // costs one stat.
-func mkdirAllDurable(fsys afero.Fs, path string, perm os.FileMode) error {
+func MkdirAllDurable(fsys afero.Fs, path string, perm os.FileMode) error {
 	path = filepath.Clean(path)
 	fi, err := fsys.Stat(path)
 	if err == nil {
@@ -189,7 +189,7 @@ func mkdirAllDurable(fsys afero.Fs, path string, perm os.FileMode) error {
 	}
 	parent := filepath.Dir(path)
 	if parent != path {
-		if err := mkdirAllDurable(fsys, parent, perm); err != nil {
+		if err := MkdirAllDurable(fsys, parent, perm); err != nil {
 			return err
 		}
 	}
@@ -214,7 +214,7 @@ func SyncDir(fsys afero.Fs, dir string) error {
 	if err != nil {
 		return fmt.Errorf("open dir %s: %w", dir, err)
 	}
-	if err := syncFile(d, false); err != nil {
+	if err := SyncFile(d, false); err != nil {
 		_ = d.Close()
 		return fmt.Errorf("fsync dir %s: %w", dir, err)
 	}

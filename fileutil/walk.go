@@ -1,4 +1,4 @@
-package cache
+package fileutil
 
 import (
 	"errors"
@@ -27,10 +27,10 @@ const dirOpenFlags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O
 // checkTrustedDir. With create, missing steps are made 0700 (the parents
 // of root with os.MkdirAll, as they are outside the cache dir). A missing
 // step is an error wrapping fs.ErrNotExist.
-func walkDir(root, rel string, create bool) (int, error) {
+func WalkDir(root, rel string, create bool) (int, error) {
 	fd, err := openDirStep(unix.AT_FDCWD, root, root, create)
 	if errors.Is(err, fs.ErrNotExist) && create {
-		if err := os.MkdirAll(filepath.Dir(root), dirPerm); err != nil {
+		if err := os.MkdirAll(filepath.Dir(root), DirPerm); err != nil {
 			return -1, err
 		}
 		fd, err = openDirStep(unix.AT_FDCWD, root, root, create)
@@ -62,17 +62,17 @@ func splitRel(rel string) []string {
 // openDirStep opens name in dirfd as a directory without following a
 // symlink, creating it (exactly 0700) if asked, and checks it.
 func openDirStep(dirfd int, name, path string, create bool) (int, error) {
-	fd, err := openat(dirfd, name, dirOpenFlags, 0)
+	fd, err := Openat(dirfd, name, dirOpenFlags, 0)
 	if errors.Is(err, unix.ENOENT) && create {
-		made := mkdirat(dirfd, name, dirPerm)
+		made := mkdirat(dirfd, name, DirPerm)
 		if made != nil && !errors.Is(made, unix.EEXIST) {
 			return -1, &fs.PathError{Op: "mkdir", Path: path, Err: made}
 		}
-		fd, err = openat(dirfd, name, dirOpenFlags, 0)
+		fd, err = Openat(dirfd, name, dirOpenFlags, 0)
 		if err == nil && made == nil {
 			// The umask may have taken bits: a dir Catena creates is
 			// exactly 0700.
-			if err := unix.Fchmod(fd, dirPerm); err != nil {
+			if err := unix.Fchmod(fd, DirPerm); err != nil {
 				_ = unix.Close(fd)
 				return -1, &fs.PathError{Op: "chmod", Path: path, Err: err}
 			}
@@ -84,9 +84,9 @@ func openDirStep(dirfd int, name, path string, create bool) (int, error) {
 		}
 		return -1, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
-	fi, err := fstatInfo(fd, filepath.Base(path))
+	fi, err := FstatInfo(fd, filepath.Base(path))
 	if err == nil {
-		err = checkTrustedDir(path, fi)
+		err = CheckTrustedDir(path, fi)
 	}
 	if err != nil {
 		_ = unix.Close(fd)
@@ -102,14 +102,14 @@ func describeNonDir(dirfd int, name, path string, cause error) error {
 	if err != nil {
 		return &fs.PathError{Op: "open", Path: path, Err: cause}
 	}
-	if err := checkTrustedDir(path, fi); err != nil {
+	if err := CheckTrustedDir(path, fi); err != nil {
 		return err
 	}
 	return &fs.PathError{Op: "open", Path: path, Err: cause}
 }
 
 // openat, mkdirat: retried on EINTR.
-func openat(dirfd int, name string, flags int, perm uint32) (int, error) {
+func Openat(dirfd int, name string, flags int, perm uint32) (int, error) {
 	for {
 		fd, err := unix.Openat(dirfd, name, flags, perm)
 		if err != unix.EINTR {
@@ -129,7 +129,7 @@ func mkdirat(dirfd int, name string, perm uint32) error {
 
 // fstatInfo and fstatatInfo (which never follows a symlink) return an
 // os.FileInfo whose Sys() is a *syscall.Stat_t, as os.Lstat's is.
-func fstatInfo(fd int, name string) (os.FileInfo, error) {
+func FstatInfo(fd int, name string) (os.FileInfo, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, &fs.PathError{Op: "fstat", Path: name, Err: err}

@@ -1,4 +1,4 @@
-package cache
+package fileutil
 
 import (
 	"errors"
@@ -91,7 +91,7 @@ func ownerOf(fi os.FileInfo) (uint32, bool) {
 
 // checkOwned refuses an entry owned by another uid than Catena's. Entries
 // without an owner (in-memory filesystems) pass.
-func checkOwned(path string, fi os.FileInfo) error {
+func CheckOwned(path string, fi os.FileInfo) error {
 	uid, ok := ownerOf(fi)
 	if !ok || int(uid) == euid() {
 		return nil
@@ -103,8 +103,8 @@ func checkOwned(path string, fi os.FileInfo) error {
 // checkTrustedDir refuses a directory of the cache dir that another user
 // could write: owned by another uid, writable by group or others, or not a
 // directory at all (a symlink is never followed).
-func checkTrustedDir(path string, fi os.FileInfo) error {
-	if err := checkOwned(path, fi); err != nil {
+func CheckTrustedDir(path string, fi os.FileInfo) error {
+	if err := CheckOwned(path, fi); err != nil {
 		return err
 	}
 	uid, _ := ownerOf(fi)
@@ -129,7 +129,7 @@ func checkTrustedDir(path string, fi os.FileInfo) error {
 // event journal) that is not a regular file of its own that only it can
 // write.
 func CheckPrivateFile(path string, fi os.FileInfo) error {
-	if err := checkOwned(path, fi); err != nil {
+	if err := CheckOwned(path, fi); err != nil {
 		return err
 	}
 	uid, real := ownerOf(fi)

@@ -1,4 +1,4 @@
-package cache
+package fileutil
 
 import (
 	"errors"
@@ -47,7 +47,7 @@ func TrustedFs(fsys afero.Fs, root string) afero.Fs {
 }
 
 // isRealDisk reports whether fsys passes open flags to the kernel.
-func isRealDisk(fsys afero.Fs) bool {
+func IsRealDisk(fsys afero.Fs) bool {
 	switch fsys.(type) {
 	case *afero.OsFs, *walkFs:
 		return true
@@ -74,7 +74,7 @@ func (w *walkFs) where(name string) (dir, leaf string, inside bool) {
 // at walks to name's directory and calls fn with its fd and the entry.
 func (w *walkFs) at(name string, fn func(dirfd int, leaf string) error) error {
 	dir, leaf, _ := w.where(name)
-	fd, err := walkDir(w.root, dir, false)
+	fd, err := WalkDir(w.root, dir, false)
 	if err != nil {
 		return err
 	}
@@ -94,7 +94,7 @@ func (w *walkFs) Name() string { return "catena-openat" }
 
 // Create implements afero.Fs.
 func (w *walkFs) Create(name string) (afero.File, error) {
-	return w.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, filePerm)
+	return w.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, FilePerm)
 }
 
 // Open implements afero.Fs.
@@ -113,18 +113,18 @@ func (w *walkFs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, 
 		return os.OpenFile(name, flag, perm)
 	}
 	if leaf == "" {
-		fd, err := walkDir(w.root, "", false)
+		fd, err := WalkDir(w.root, "", false)
 		if err != nil {
 			return nil, err
 		}
 		return os.NewFile(uintptr(fd), name), nil
 	}
-	fd, err := walkDir(w.root, dir, false)
+	fd, err := WalkDir(w.root, dir, false)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = unix.Close(fd) }()
-	f, err := openat(fd, leaf, flag|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, uint32(perm.Perm()))
+	f, err := Openat(fd, leaf, flag|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, uint32(perm.Perm()))
 	if err != nil {
 		return nil, pathErr("open", name, err)
 	}
@@ -134,9 +134,9 @@ func (w *walkFs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, 
 			return nil, pathErr("chmod", name, err)
 		}
 	}
-	fi, err := fstatInfo(f, leaf)
+	fi, err := FstatInfo(f, leaf)
 	if err == nil && fi.IsDir() {
-		err = checkTrustedDir(name, fi)
+		err = CheckTrustedDir(name, fi)
 	}
 	if err != nil {
 		_ = unix.Close(f)
@@ -161,7 +161,7 @@ func (w *walkFs) Mkdir(name string, perm os.FileMode) error {
 		if err := mkdirat(dirfd, leaf, uint32(perm.Perm())); err != nil {
 			return pathErr("mkdir", name, err)
 		}
-		fd, err := openat(dirfd, leaf, dirOpenFlags, 0)
+		fd, err := Openat(dirfd, leaf, dirOpenFlags, 0)
 		if err != nil {
 			return pathErr("open", name, err)
 		}
@@ -180,7 +180,7 @@ func (w *walkFs) MkdirAll(name string, perm os.FileMode) error {
 	if r, err := filepath.Rel(w.root, filepath.Clean(name)); err == nil && r != "." {
 		rel = r
 	}
-	fd, err := walkDir(w.root, rel, true)
+	fd, err := WalkDir(w.root, rel, true)
 	if err != nil {
 		return err
 	}

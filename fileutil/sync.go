@@ -1,4 +1,4 @@
-package cache
+package fileutil
 
 import (
 	"fmt"
@@ -20,7 +20,7 @@ import (
 // same nanosleeps; libchain/invoke/spawn.go). Nothing else could have used the P
 // then. With more Ps (catena-agent, catenactl) the ordinary call leaves the
 // other goroutines their P; so do the test filesystems.
-func syncFile(f afero.File, dataOnly bool) error {
+func SyncFile(f afero.File, dataOnly bool) error {
 	sc, ok := f.(syscall.Conn)
 	if !ok || runtime.GOMAXPROCS(0) != 1 {
 		return plainSync(f, dataOnly)
