@@ -6,11 +6,12 @@
 //
 // # Files
 //
-//	doc.go      this comment
-//	walk.go     the openat walk from a root: every directory checked, no symlink followed
-//	walkfs.go   TrustedFs: an afero.Fs that reaches every path by that walk
-//	trust.go    the ownership and mode checks, UntrustedError
-//	open.go     Lstat, no-follow opens
-//	durable.go  durable writes: temp file, fsync, rename, fsync of the dir; durable remove, rename, mkdir
-//	sync.go     fsync and fdatasync of a file, by raw system call in a one-P process
+//	doc.go       this comment
+//	walk.go      the openat walk from a root: every directory checked, no symlink followed
+//	walkfs.go    TrustedFs: an afero.Fs that reaches every path by that walk
+//	trust.go     the ownership and mode checks, UntrustedError
+//	open.go      Lstat, no-follow opens
+//	readfile.go  ReadSmallFile and OpenRegular: bounded reads that can refuse a symlink
+//	durable.go   durable writes: temp file, fsync, rename, fsync of the dir; durable remove, rename, mkdir
+//	sync.go      fsync and fdatasync of a file, by raw system call in a one-P process
 package fileutil

@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/catena-cni/catena/fileutil"
-	"github.com/catena-cni/catena/libchain"
 )
 
 // MaxSize bounds what is read of one cache entry: a larger file is not
@@ -94,7 +93,7 @@ func checkEntryInfo(fi os.FileInfo) string {
 // could have written is an error wrapping fileutil.ErrUntrusted; a file gone
 // since the listing one wrapping fs.ErrNotExist.
 func Read(fsys afero.Fs, path string) ([]byte, FileID, error) {
-	f, _, err := libchain.OpenRegular(fsys, path, MaxSize, true)
+	f, _, err := fileutil.OpenRegular(fsys, path, MaxSize, true)
 	if err != nil {
 		return nil, FileID{}, err
 	}
