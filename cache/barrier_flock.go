@@ -18,7 +18,7 @@ import (
 // lock file, "<key name>.lock" (a key name has a ':' or starts with "h-",
 // and ends in ".lock"), nor a network dir (it is one level down). It is
 // created 0600 through the checked openat walk, never through a symlink,
-// refused if another user owns it or could write it (trust.go), and never
+// refused if another user owns it or could write it (fileutil/trust.go), and never
 // removed: it holds nothing, so there is no unlink race to close.
 const barrierName = ".barrier"
 

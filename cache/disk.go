@@ -22,7 +22,7 @@ import (
 // ':' is illegal in both container IDs and ifnames, so a record's name is
 // unambiguous. A key or network too long for a file name is hashed
 // (names.go). Directories are 0700 and files 0600, all owned by Catena's
-// user and reached without following a symlink (trust.go, walkfs.go).
+// user and reached without following a symlink (fileutil.TrustedFs).
 // Locks are not kept here: they belong to the Locker (e.g. a FlockLocker on
 // <dir>/locks).
 const (
@@ -250,7 +250,7 @@ func (s *DiskStore) Remove(key Key) error {
 		return nil
 	}
 	// Also the temp file a crash may have left (only key's lock holder
-	// creates it); removeDurable's directory sync covers both.
+	// creates it); RemoveDurable's directory sync covers both.
 	if err := fileutil.RemoveTemp(s.fs, s.recordPath(key)); err != nil {
 		return fmt.Errorf("remove record %s: %w", key, err)
 	}

@@ -68,7 +68,7 @@
 //	quarantine_prune.go QuarantinePruner: quarantine/ bounded by age and count
 //	sweep.go            SweepTemps: the temp files crashes left
 //	names.go            file names of keys and networks, hashed when too long
-//	fsutil.go           bounded reads, record entry checks, the modes the store creates
+//	entrycheck.go       record entry checks, bounded reads, the modes the store creates
 //	flock.go            FlockLocker: per-attachment flock(2) lock files (linux)
 //	memlock.go          MemLocker: an in-process Locker for tests
 //	barrier.go          Barrier: DiskStore's, through its Locker, and MemLocker's

@@ -23,7 +23,7 @@ import (
 //
 //	go test -run '^$' -bench 'Durable' -benchtime 2000x ./cache
 //
-// The figures and the choice they led to are in durable.go.
+// The figures and the choice they led to are in recordfile.go.
 
 // benchDirs names the filesystems to measure on; tmpfs only if present.
 func benchDirs(b *testing.B) map[string]string {

@@ -21,7 +21,7 @@ import (
 //	<Dir>/<network>/<containerID>:<ifname>.lock
 //
 // (names.go for long keys). Dir's parent (the cache dir), Dir and
-// Dir/<network> are reached by the openat walk (walk.go) and must be owned
+// Dir/<network> are reached by the openat walk (fileutil.WalkDir) and must be owned
 // by Catena's user and not writable by others, as must the lock file; no
 // symlink is followed. The
 // file holds the holder and the full key, for waiters' messages.

@@ -14,7 +14,7 @@ import (
 
 // SweepTemps removes the temp files that a crash in the middle of a durable
 // replace left in network's record dir, if they were last modified before
-// olderThan. A record's temp file (tempPath) is removed only while its
+// olderThan. A record's temp file (fileutil.TempPath) is removed only while its
 // attachment's lock is free, so a write in progress never loses its temp
 // file. Remove already unlinks the temp file of the record it removes; the
 // sweep catches those of records that were never created (a crash during
@@ -80,7 +80,7 @@ func (s *DiskStore) sweepTemp(key Key, path string) (bool, error) {
 	return true, nil
 }
 
-// tempKey turns ".<name>.json.tmp" (tempPath of a record) in network dir
+// tempKey turns ".<name>.json.tmp" (the TempPath of a record) in network dir
 // dir back into its key: from a plain name, or for a hashed one from the
 // temp file itself (a complete entry: it is only renamed once synced; one
 // that does not decode is left alone, as its key is unknown).

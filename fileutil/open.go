@@ -18,7 +18,7 @@ func Lstat(fsys afero.Fs, name string) (os.FileInfo, error) {
 	return fsys.Stat(name)
 }
 
-// openReadNoFollow opens name for reading. On the real filesystem it adds
+// OpenReadNoFollow opens name for reading. On the real filesystem it adds
 // O_NOFOLLOW (a symlink swapped in after the lstat fails with ELOOP) and
 // O_NONBLOCK (a FIFO swapped in does not block the open); afero.OsFs passes
 // flags through to os.OpenFile. Other filesystems get plain O_RDONLY, as
@@ -30,7 +30,7 @@ func OpenReadNoFollow(fsys afero.Fs, name string) (afero.File, error) {
 	return fsys.OpenFile(name, os.O_RDONLY, 0)
 }
 
-// isSymlinkLoop reports whether err is the ELOOP of an O_NOFOLLOW open.
+// IsSymlinkLoop reports whether err is the ELOOP of an O_NOFOLLOW open.
 func IsSymlinkLoop(err error) bool {
 	return errors.Is(err, syscall.ELOOP)
 }

@@ -10,15 +10,15 @@ import (
 	"syscall"
 )
 
-// Trust: Catena acts on a record only if nobody but its own user could have
-// written it. Every directory of the cache dir (the cache dir itself,
+// Trust: Catena acts on a file only if nobody but its own user could have
+// written it. Every directory of a trusted tree (the cache dir itself,
 // records/, records/<network>/, locks/..., pending/..., events/,
-// quarantine/) and every file Catena reads back (records, lock files, the
-// event journal) must be owned by Catena's effective uid and not writable by
-// group or others, and no symlink is ever followed under the cache dir.
-// Anything else is an *UntrustedError, wrapping ErrUntrusted: the
-// operation stops, acting on no record, and the error names the path, its
-// owner and mode, and the fix.
+// quarantine/; the libcni results dir) and every file Catena reads back
+// (records, lock files, the event journal, libcni cache entries) must be
+// owned by Catena's effective uid and not writable by group or others, and
+// no symlink is ever followed under the tree's root. Anything else is an
+// *UntrustedError, wrapping ErrUntrusted: the operation stops, acting on no
+// record, and the error names the path, its owner and mode, and the fix.
 //
 // The checks need an owner, so they apply to what the real disk reports
 // (a FileInfo whose Sys() is a *syscall.Stat_t); afero.MemMapFs and the
@@ -89,7 +89,7 @@ func ownerOf(fi os.FileInfo) (uint32, bool) {
 	return st.Uid, true
 }
 
-// checkOwned refuses an entry owned by another uid than Catena's. Entries
+// CheckOwned refuses an entry owned by another uid than Catena's. Entries
 // without an owner (in-memory filesystems) pass.
 func CheckOwned(path string, fi os.FileInfo) error {
 	uid, ok := ownerOf(fi)
@@ -100,7 +100,7 @@ func CheckOwned(path string, fi os.FileInfo) error {
 		Why: fmt.Sprintf("is owned by uid %d, not catena's uid %d", uid, euid())}
 }
 
-// checkTrustedDir refuses a directory of the cache dir that another user
+// CheckTrustedDir refuses a directory of a trusted tree that another user
 // could write: owned by another uid, writable by group or others, or not a
 // directory at all (a symlink is never followed).
 func CheckTrustedDir(path string, fi os.FileInfo) error {

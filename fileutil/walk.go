@@ -6,14 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// The openat walk: a directory under a root (the cache dir, or the
-// FlockLocker's dir) is reached by opening the root with O_NOFOLLOW and then
+// The openat walk: a directory under a root (Catena's cache dir, or its
+// lock dir) is reached by opening the root with O_NOFOLLOW and then
 // each component with openat(O_NOFOLLOW|O_DIRECTORY), fstat'ing every step
 // and refusing (*UntrustedError) a step another user could write or that
 // is a symlink. The caller then works with *at calls on the returned fd,
@@ -22,11 +20,11 @@ import (
 
 const dirOpenFlags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
 
-// walkDir opens rel (slash-separated, "" for root itself) under root and
-// returns its fd; every step, root included, is checked with
-// checkTrustedDir. With create, missing steps are made 0700 (the parents
-// of root with os.MkdirAll, as they are outside the cache dir). A missing
-// step is an error wrapping fs.ErrNotExist.
+// WalkDir opens rel (slash-separated, "" for root itself) under root and
+// returns its fd, which the caller closes; every step, root included, is
+// checked with CheckTrustedDir. With create, missing steps are made
+// exactly 0700 (the parents of root with os.MkdirAll, as they are outside
+// the trusted tree). A missing step is an error wrapping fs.ErrNotExist.
 func WalkDir(root, rel string, create bool) (int, error) {
 	fd, err := openDirStep(unix.AT_FDCWD, root, root, create)
 	if errors.Is(err, fs.ErrNotExist) && create {
@@ -108,7 +106,7 @@ func describeNonDir(dirfd int, name, path string, cause error) error {
 	return &fs.PathError{Op: "open", Path: path, Err: cause}
 }
 
-// openat, mkdirat: retried on EINTR.
+// Openat is openat(2) retried on EINTR; so is mkdirat.
 func Openat(dirfd int, name string, flags int, perm uint32) (int, error) {
 	for {
 		fd, err := unix.Openat(dirfd, name, flags, perm)
@@ -125,73 +123,4 @@ func mkdirat(dirfd int, name string, perm uint32) error {
 			return err
 		}
 	}
-}
-
-// fstatInfo and fstatatInfo (which never follows a symlink) return an
-// os.FileInfo whose Sys() is a *syscall.Stat_t, as os.Lstat's is.
-func FstatInfo(fd int, name string) (os.FileInfo, error) {
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, &fs.PathError{Op: "fstat", Path: name, Err: err}
-	}
-	return newStatInfo(name, &st), nil
-}
-
-func fstatatInfo(dirfd int, name string) (os.FileInfo, error) {
-	var st unix.Stat_t
-	if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return nil, &fs.PathError{Op: "lstat", Path: name, Err: err}
-	}
-	return newStatInfo(filepath.Base(name), &st), nil
-}
-
-// statInfo is an os.FileInfo from a unix.Stat_t.
-type statInfo struct {
-	name string
-	sys  syscall.Stat_t
-}
-
-var _ os.FileInfo = (*statInfo)(nil)
-
-func newStatInfo(name string, st *unix.Stat_t) *statInfo {
-	return &statInfo{name: name, sys: syscall.Stat_t{
-		Dev: st.Dev, Ino: st.Ino, Mode: st.Mode, Uid: st.Uid, Gid: st.Gid, Size: st.Size,
-		Mtim: syscall.Timespec{Sec: st.Mtim.Sec, Nsec: st.Mtim.Nsec},
-		Ctim: syscall.Timespec{Sec: st.Ctim.Sec, Nsec: st.Ctim.Nsec},
-	}}
-}
-
-func (s *statInfo) Name() string       { return s.name }
-func (s *statInfo) Size() int64        { return s.sys.Size }
-func (s *statInfo) ModTime() time.Time { return time.Unix(s.sys.Mtim.Sec, s.sys.Mtim.Nsec) }
-func (s *statInfo) IsDir() bool        { return s.Mode().IsDir() }
-func (s *statInfo) Sys() any           { return &s.sys }
-
-// Mode converts st_mode as os does.
-func (s *statInfo) Mode() fs.FileMode {
-	m := fs.FileMode(s.sys.Mode & 0o777)
-	switch s.sys.Mode & unix.S_IFMT {
-	case unix.S_IFBLK:
-		m |= fs.ModeDevice
-	case unix.S_IFCHR:
-		m |= fs.ModeDevice | fs.ModeCharDevice
-	case unix.S_IFDIR:
-		m |= fs.ModeDir
-	case unix.S_IFIFO:
-		m |= fs.ModeNamedPipe
-	case unix.S_IFLNK:
-		m |= fs.ModeSymlink
-	case unix.S_IFSOCK:
-		m |= fs.ModeSocket
-	}
-	if s.sys.Mode&unix.S_ISUID != 0 {
-		m |= fs.ModeSetuid
-	}
-	if s.sys.Mode&unix.S_ISGID != 0 {
-		m |= fs.ModeSetgid
-	}
-	if s.sys.Mode&unix.S_ISVTX != 0 {
-		m |= fs.ModeSticky
-	}
-	return m
 }

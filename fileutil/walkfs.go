@@ -12,19 +12,20 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// walkFs is the real disk as the store sees it: an afero.Fs rooted at the
-// cache dir in which every operation reaches its entry by the openat walk
-// (walk.go) and acts on it with an *at call that never follows a symlink.
-// So the store keeps one code path on afero: on afero.MemMapFs and the
-// fault-injecting filesystems of the tests (no owners, no symlinks) its own
-// lstat checks apply, and on the real disk this type adds the owner and
-// mode checks of every directory on the way and refuses every symlink.
+// walkFs is the real disk as a trusted tree's users see it: an afero.Fs
+// rooted at the tree's root (the cache dir, the libcni results dir) in
+// which every operation reaches its entry by the openat walk (walk.go) and
+// acts on it with an *at call that never follows a symlink. So its users
+// keep one code path on afero: on afero.MemMapFs and the fault-injecting
+// filesystems of the tests (no owners, no symlinks) their own lstat checks
+// apply, and on the real disk this type adds the owner and mode checks of
+// every directory on the way and refuses every symlink.
 //
 // Every directory walkFs opens, as a step or as the entry itself, must be
-// trusted (checkTrustedDir); regular files are the caller's to check (the
+// trusted (CheckTrustedDir); regular files are the caller's to check (the
 // store refuses a record owned by another uid). Paths outside the root are
-// passed to the OS unchanged: only mkdirAllDurable reaches them, to create
-// the cache dir's parents. Stat never follows a symlink (it is Lstat), and
+// passed to the OS unchanged: only MkdirAllDurable reaches them, to create
+// the root's parents. Stat never follows a symlink (it is Lstat), and
 // RemoveAll, Chmod, Chown and Chtimes are not supported.
 type walkFs struct {
 	root string
@@ -46,7 +47,8 @@ func TrustedFs(fsys afero.Fs, root string) afero.Fs {
 	return fsys
 }
 
-// isRealDisk reports whether fsys passes open flags to the kernel.
+// IsRealDisk reports whether fsys passes open flags to the kernel: the OS
+// filesystem, or a TrustedFs over it.
 func IsRealDisk(fsys afero.Fs) bool {
 	switch fsys.(type) {
 	case *afero.OsFs, *walkFs:

@@ -13,7 +13,7 @@ import (
 )
 
 // The modes of what the store creates and the extension of its temp
-// files: fileutil's.
+// files: fileutil's, whose durable writes create them.
 const (
 	dirPerm  = fileutil.DirPerm
 	filePerm = fileutil.FilePerm
