@@ -254,7 +254,7 @@ func (s *DiskStore) Remove(key Key) error {
 	if err := fileutil.RemoveTemp(s.fs, s.recordPath(key)); err != nil {
 		return fmt.Errorf("remove record %s: %w", key, err)
 	}
-	if err := fileutil.RemoveDurable(s.fs, s.recordPath(key)); err != nil {
+	if _, err := fileutil.RemoveDurable(s.fs, s.recordPath(key)); err != nil {
 		return fmt.Errorf("remove record %s: %w", key, err)
 	}
 	return nil

@@ -122,7 +122,7 @@ func (m *DiskMarks) ClearMark(key Key) error {
 	if err := fileutil.RemoveTemp(m.fs, path); err != nil {
 		return fmt.Errorf("clear mark of %s: %w", key, err)
 	}
-	if err := fileutil.RemoveDurable(m.fs, path); err != nil {
+	if _, err := fileutil.RemoveDurable(m.fs, path); err != nil {
 		return fmt.Errorf("clear mark of %s: %w", key, err)
 	}
 	return nil

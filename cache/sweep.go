@@ -74,7 +74,7 @@ func (s *DiskStore) sweepTemp(key Key, path string) (bool, error) {
 		return false, fmt.Errorf("sweep %s: %w", path, err)
 	}
 	defer func() { _ = unlock.Unlock() }() // GC holds nothing else under it
-	if err := fileutil.RemoveDurable(s.fs, path); err != nil {
+	if _, err := fileutil.RemoveDurable(s.fs, path); err != nil {
 		return false, fmt.Errorf("sweep %s: %w", path, err)
 	}
 	return true, nil

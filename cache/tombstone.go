@@ -135,7 +135,7 @@ func (s *DiskStore) Unbury(key Key) error {
 	if _, err := fileutil.Lstat(s.fs, path); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	if err := fileutil.RemoveDurable(s.fs, path); err != nil {
+	if _, err := fileutil.RemoveDurable(s.fs, path); err != nil {
 		return fmt.Errorf("unbury %s: %w", key, err)
 	}
 	return nil

@@ -110,7 +110,7 @@ func (c *VersionCache) Put(id BinaryID, versions []string) error {
 	if err := fileutil.MkdirAllDurable(c.fs, c.dir, dirPerm); err != nil {
 		return fmt.Errorf("version cache of %s: %w", id.Path, err)
 	}
-	if err := fileutil.WriteFileAtomic(c.fs, c.path(id.Path), data); err != nil {
+	if err := fileutil.WriteFileAtomic(c.fs, c.path(id.Path), data, filePerm); err != nil {
 		return fmt.Errorf("version cache of %s: %w", id.Path, err)
 	}
 	return nil
@@ -119,7 +119,7 @@ func (c *VersionCache) Put(id BinaryID, versions []string) error {
 // Forget removes the entry of the binary at binPath, if any: its answer
 // proved wrong, so the next call asks again.
 func (c *VersionCache) Forget(binPath string) error {
-	if err := fileutil.RemoveDurable(c.fs, c.path(binPath)); err != nil {
+	if _, err := fileutil.RemoveDurable(c.fs, c.path(binPath)); err != nil {
 		return fmt.Errorf("version cache of %s: %w", binPath, err)
 	}
 	return nil

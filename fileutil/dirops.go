@@ -10,18 +10,22 @@ import (
 	"github.com/spf13/afero"
 )
 
-// RemoveDurable removes path and makes the removal durable. A missing path is
-// not an error, but the parent is still synced: a previous removal may have
-// been interrupted between the unlink and the directory fsync.
-func RemoveDurable(fsys afero.Fs, path string) error {
-	if err := fsys.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("remove %s: %w", path, err)
-	}
-	err := SyncDir(fsys, filepath.Dir(path))
+// RemoveDurable removes path and makes the removal durable; it reports
+// whether there was an entry to remove. A missing path is not an error,
+// but the parent is still synced: a previous removal may have been
+// interrupted between the unlink and the directory fsync. A missing
+// parent is not an error either.
+func RemoveDurable(fsys afero.Fs, path string) (bool, error) {
+	err := fsys.Remove(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("remove %s: %w", path, err)
+		return false, fmt.Errorf("remove %s: %w", path, err)
 	}
-	return nil
+	removed := err == nil
+	err = SyncDir(fsys, filepath.Dir(path))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return removed, fmt.Errorf("remove %s: %w", path, err)
+	}
+	return removed, nil
 }
 
 // RenameDurable renames oldpath to newpath (the entry itself: a symlink is

@@ -34,7 +34,7 @@
 //	open.go      Lstat, no-follow opens
 //	readfile.go  ReadSmallFile and OpenRegular: bounded reads that can refuse a symlink
 //	durable.go   WriteFileDurable: temp file, fsync, rename, fsync of the dir, for a writer under a lock
-//	atomic.go    WriteFileAtomic: the same with a unique temp file, for writers without a lock
+//	atomic.go    WriteFileAtomic, WriteReaderAtomic: the same with a unique temp file and a mode, for writers without a lock
 //	dirops.go    RemoveDurable, RenameDurable, MkdirAllDurable: directory changes made durable
 //	sync.go      SyncFile and SyncDir: fsync and fdatasync, by raw system call in a one-P process
 package fileutil

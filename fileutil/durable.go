@@ -1,6 +1,7 @@
 package fileutil
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -58,12 +59,13 @@ func WriteFileDurableInfo(fsys afero.Fs, path string, data []byte) (os.FileInfo,
 	if err != nil {
 		return nil, fmt.Errorf("create temp file for %s: %w", path, err)
 	}
-	return replaceWith(fsys, f, tmp, path, data)
+	return replaceWith(fsys, f, tmp, path, bytes.NewReader(data), int64(len(data)))
 }
 
-// replaceWith writes data to the new temp file f at tmp, fsyncs it, renames
-// it over path and fsyncs the directory; on failure the temp is removed.
-func replaceWith(fsys afero.Fs, f afero.File, tmp, path string, data []byte) (fi os.FileInfo, err error) {
+// replaceWith copies the size bytes of src into the new temp file f at
+// tmp, fsyncs it, renames it over path and fsyncs the directory; on
+// failure the temp is removed.
+func replaceWith(fsys afero.Fs, f afero.File, tmp, path string, src io.Reader, size int64) (fi os.FileInfo, err error) {
 	dir := filepath.Dir(path)
 	renamed := false
 	defer func() {
@@ -72,9 +74,9 @@ func replaceWith(fsys afero.Fs, f afero.File, tmp, path string, data []byte) (fi
 			_ = fsys.Remove(tmp)
 		}
 	}()
-	n, err := f.Write(data)
-	if err == nil && n != len(data) {
-		err = io.ErrShortWrite
+	n, err := io.Copy(f, src)
+	if err == nil && n != size {
+		err = fmt.Errorf("%d bytes of %d: the source changed meanwhile", n, size)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("write %s: %w", tmp, err)

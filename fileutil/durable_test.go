@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// TestWriteFileDurableCleansUpOnError: a failed replace names the path and
+// leaves no temp file.
 func TestWriteFileDurableCleansUpOnError(t *testing.T) {
 	fs := afero.NewOsFs()
 	dir := t.TempDir()
@@ -28,30 +30,48 @@ func TestWriteFileDurableCleansUpOnError(t *testing.T) {
 	assert.Contains(t, err.Error(), "missing")
 }
 
-func TestDurableHelpers(t *testing.T) {
-	for name, fs := range map[string]afero.Fs{"memmapfs": afero.NewMemMapFs(), "osfs": afero.NewOsFs()} {
-		t.Run(name, func(t *testing.T) {
+// TestWriteFileDurableReplacesLeftoverTemp: the temp file a crash left at
+// the fixed temp name, or a symlink planted there, is unlinked and the
+// write goes through; the link's target is never written.
+func TestWriteFileDurableReplacesLeftoverTemp(t *testing.T) {
+	tests := []struct {
+		name  string
+		plant func(t *testing.T, tmp, victim string)
+	}{
+		{"a leftover temp file", func(t *testing.T, tmp, _ string) {
+			require.NoError(t, os.WriteFile(tmp, []byte("torn"), 0o600))
+		}},
+		{"a symlink at the temp name", func(t *testing.T, tmp, victim string) {
+			require.NoError(t, os.Symlink(victim, tmp))
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			deep := filepath.Join(dir, "a", "b", "c")
-			require.NoError(t, MkdirAllDurable(fs, deep, 0o700))
-			require.NoError(t, MkdirAllDurable(fs, deep, 0o700), "existing is fine")
-			fi, err := fs.Stat(deep)
+			path, victim := filepath.Join(dir, "rec.json"), filepath.Join(t.TempDir(), "victim")
+			require.NoError(t, os.WriteFile(victim, []byte("victim"), 0o600))
+			tt.plant(t, TempPath(path), victim)
+			require.NoError(t, WriteFileDurable(afero.NewOsFs(), path, []byte("new")))
+			got, err := os.ReadFile(path)
 			require.NoError(t, err)
-			assert.True(t, fi.IsDir())
-
-			p := filepath.Join(deep, "f")
-			require.NoError(t, WriteFileDurable(fs, p, []byte("one")))
-			require.NoError(t, WriteFileDurable(fs, p, []byte("two")))
-			data, err := afero.ReadFile(fs, p)
+			assert.Equal(t, "new", string(got))
+			got, err = os.ReadFile(victim)
 			require.NoError(t, err)
-			assert.Equal(t, "two", string(data))
-			assert.Error(t, MkdirAllDurable(fs, filepath.Join(p, "sub"), 0o700), "a file is in the way")
-
-			require.NoError(t, RemoveDurable(fs, p))
-			require.NoError(t, RemoveDurable(fs, p), "missing is fine")
-			require.NoError(t, RemoveDurable(fs, filepath.Join(dir, "nodir", "f")), "missing parent is fine")
-			_, err = fs.Stat(p)
-			assert.ErrorIs(t, err, os.ErrNotExist)
+			assert.Equal(t, "victim", string(got), "the link's target is untouched")
+			_, err = os.Lstat(TempPath(path))
+			assert.ErrorIs(t, err, os.ErrNotExist, "no temp file left")
 		})
 	}
+}
+
+// TestWriteFileDurableInfo: the info returned is the new file's, as an
+// lstat after the write sees it.
+func TestWriteFileDurableInfo(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rec.json")
+	fi, err := WriteFileDurableInfo(afero.NewOsFs(), path, []byte("12345"))
+	require.NoError(t, err)
+	after, err := os.Lstat(path)
+	require.NoError(t, err)
+	assert.True(t, os.SameFile(fi, after))
+	assert.Equal(t, int64(5), fi.Size())
 }

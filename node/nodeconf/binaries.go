@@ -40,5 +40,5 @@ func (i *Installer) installBinary(src, dst string) (bool, error) {
 		return false, err
 	}
 	defer func() { _ = f.Close() }()
-	return replaceAtomic(i.Fs, dst, f, size, 0o755)
+	return replaceIfChanged(i.Fs, dst, f, size, 0o755)
 }
