@@ -88,7 +88,8 @@ func (j *Writer) Append(op Op) error {
 	return rotate(fsys, f, path)
 }
 
-// rotate renames a full journal to .1 under an exclusive flock on it, and
+// rotate renames a full journal to .1, durably (fileutil.RenameDurable
+// fsyncs events/), under an exclusive flock on it, and
 // only if path still names that file, so that two processes racing to rotate
 // rename once. A writer that still holds the old file appends to .1: nothing
 // is lost.
@@ -113,7 +114,7 @@ func rotate(fsys afero.Fs, f afero.File, path string) error {
 	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || st.Ino != fdSt.Ino || st.Dev != fdSt.Dev {
 		return nil // already rotated
 	}
-	if err := fsys.Rename(path, path+".1"); err != nil {
+	if err := fileutil.RenameDurable(fsys, path, path+".1"); err != nil {
 		return fmt.Errorf("event journal: rotate %s: %w", path, err)
 	}
 	return nil
