@@ -3,15 +3,29 @@
 package fileutil
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
 
-	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
+
+const otherUID = 65534 // nobody: any uid but Catena's
+
+// requireRoot skips a test that chowns to another uid unless it runs as
+// root (CI runs it as root, and must).
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("this test chowns to another uid and needs root (CI=true: it must run)")
+		}
+		t.Skip("this test chowns to another uid and needs root")
+	}
+}
 
 // TestUntrustedErrorFix: the message says what to do, per kind of entry.
 func TestUntrustedErrorFix(t *testing.T) {
@@ -34,24 +48,108 @@ func TestUntrustedErrorFix(t *testing.T) {
 	}
 }
 
-// TestTrustedFsLstatKeepsFileIdentity: an lstat through TrustedFs carries
-// what os.Lstat's does to identify a version of a file (inode, size,
-// mtime, ctime), so that a file read through it can be compared with
-// itself later (package libchain/libcnientry removes a libcni entry only if
-// unchanged).
-func TestTrustedFsLstatKeepsFileIdentity(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "entry")
-	require.NoError(t, os.WriteFile(path, []byte("x"), 0o600))
-	want, err := os.Lstat(path)
-	require.NoError(t, err)
-	fsys := TrustedFs(afero.NewOsFs(), dir)
-	got, _, err := fsys.(afero.Lstater).LstatIfPossible(path)
-	require.NoError(t, err)
-	w, g := want.Sys().(*syscall.Stat_t), got.Sys().(*syscall.Stat_t)
-	assert.Equal(t, w.Ino, g.Ino)
-	assert.Equal(t, w.Size, g.Size)
-	assert.Equal(t, w.Mtim, g.Mtim)
-	assert.Equal(t, w.Ctim, g.Ctim)
-	assert.NotZero(t, g.Ctim.Nano())
+// TestCheckPrivateFile: only a regular file of Catena's own that nobody
+// else can write passes; the verdict is an *UntrustedError naming the
+// path.
+func TestCheckPrivateFile(t *testing.T) {
+	tests := []struct {
+		name  string
+		make  func(t *testing.T, p string)
+		root  bool // needs root to chown
+		why   string
+		trust bool
+	}{
+		{"a private file", func(t *testing.T, p string) { writeFile(t, p, 0o600) }, false, "", true},
+		{"readable by others", func(t *testing.T, p string) { writeFile(t, p, 0o644) }, false, "", true},
+		{"writable by group", func(t *testing.T, p string) { writeFile(t, p, 0o620) }, false, "is writable by group or others", false},
+		{"writable by others", func(t *testing.T, p string) { writeFile(t, p, 0o602) }, false, "is writable by group or others", false},
+		{"a directory", func(t *testing.T, p string) { require.NoError(t, os.Mkdir(p, 0o700)) }, false, "is not a regular file", false},
+		{"a FIFO", func(t *testing.T, p string) { require.NoError(t, syscall.Mkfifo(p, 0o600)) }, false, "is not a regular file", false},
+		{"a symlink", func(t *testing.T, p string) { require.NoError(t, os.Symlink("/etc/hostname", p)) }, false, "is not a regular file", false},
+		{"owned by another uid", func(t *testing.T, p string) {
+			writeFile(t, p, 0o600)
+			require.NoError(t, os.Lchown(p, otherUID, otherUID))
+		}, true, "is owned by uid 65534", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.root {
+				requireRoot(t)
+			}
+			p := filepath.Join(t.TempDir(), "f")
+			tt.make(t, p)
+			fi, err := os.Lstat(p)
+			require.NoError(t, err)
+			err = CheckPrivateFile(p, fi)
+			if tt.trust {
+				require.NoError(t, err)
+				return
+			}
+			var ue *UntrustedError
+			require.True(t, errors.As(err, &ue), "want an *UntrustedError, got %v", err)
+			assert.ErrorIs(t, err, ErrUntrusted)
+			assert.Equal(t, p, ue.Path)
+			assert.Contains(t, ue.Why, tt.why)
+			assert.False(t, ue.Dir)
+		})
+	}
+}
+
+// TestCheckTrustedDir: only a directory of Catena's own that nobody else
+// can write passes.
+func TestCheckTrustedDir(t *testing.T) {
+	tests := []struct {
+		name  string
+		make  func(t *testing.T, p string)
+		root  bool
+		why   string
+		trust bool
+	}{
+		{"a private dir", func(t *testing.T, p string) { mkdir(t, p, 0o700) }, false, "", true},
+		{"readable by others", func(t *testing.T, p string) { mkdir(t, p, 0o755) }, false, "", true},
+		{"writable by group", func(t *testing.T, p string) { mkdir(t, p, 0o770) }, false, "is writable by group or others", false},
+		{"sticky and writable by all", func(t *testing.T, p string) { mkdir(t, p, os.ModeSticky|0o777) }, false, "is writable by group or others", false},
+		{"a file", func(t *testing.T, p string) { writeFile(t, p, 0o600) }, false, "is not a directory", false},
+		{"a symlink to a dir", func(t *testing.T, p string) { require.NoError(t, os.Symlink(t.TempDir(), p)) }, false, "is a symlink where a directory must be", false},
+		{"owned by another uid", func(t *testing.T, p string) {
+			mkdir(t, p, 0o700)
+			require.NoError(t, os.Lchown(p, otherUID, otherUID))
+		}, true, "is owned by uid 65534", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.root {
+				requireRoot(t)
+			}
+			p := filepath.Join(t.TempDir(), "d")
+			tt.make(t, p)
+			fi, err := os.Lstat(p)
+			require.NoError(t, err)
+			err = CheckTrustedDir(p, fi)
+			if tt.trust {
+				require.NoError(t, err)
+				return
+			}
+			var ue *UntrustedError
+			require.True(t, errors.As(err, &ue), "want an *UntrustedError, got %v", err)
+			assert.ErrorIs(t, err, ErrUntrusted)
+			assert.Equal(t, p, ue.Path)
+			assert.Contains(t, ue.Why, tt.why)
+			assert.True(t, ue.Dir)
+		})
+	}
+}
+
+// writeFile creates the file p with exactly mode perm.
+func writeFile(t *testing.T, p string, perm os.FileMode) {
+	t.Helper()
+	require.NoError(t, os.WriteFile(p, []byte("x"), perm))
+	require.NoError(t, os.Chmod(p, perm))
+}
+
+// mkdir creates the directory p with exactly mode perm.
+func mkdir(t *testing.T, p string, perm os.FileMode) {
+	t.Helper()
+	require.NoError(t, os.Mkdir(p, perm))
+	require.NoError(t, os.Chmod(p, perm))
 }

@@ -39,10 +39,21 @@ var (
 // TrustedFs returns the filesystem through which Catena reads and writes
 // under root: on the real disk (an *afero.OsFs) one that walks every path
 // with openat, checks the owner and mode of every directory and never
-// follows a symlink; any other filesystem (tests') unchanged.
+// follows a symlink; any other filesystem (tests') unchanged. A TrustedFs
+// of the same root is returned as it is, and one of another root gives
+// the TrustedFs of root, so that a process builds one for a tree and
+// hands it to every user of the tree, whose constructors may call
+// TrustedFs again.
 func TrustedFs(fsys afero.Fs, root string) afero.Fs {
-	if _, ok := fsys.(*afero.OsFs); ok {
-		return &walkFs{root: filepath.Clean(root)}
+	root = filepath.Clean(root)
+	switch f := fsys.(type) {
+	case *walkFs:
+		if f.root == root {
+			return f
+		}
+		return &walkFs{root: root}
+	case *afero.OsFs:
+		return &walkFs{root: root}
 	}
 	return fsys
 }

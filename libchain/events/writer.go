@@ -37,17 +37,21 @@ func Path(cacheDir string) string {
 // Writer appends Ops to the journal of one cache dir.
 type Writer struct {
 	CacheDir string
+	// Fs is the filesystem the journal is written on: nil for the OS's.
+	// Either way it is reached through fileutil.TrustedFs rooted at
+	// CacheDir, which returns a TrustedFs of that root as it is.
+	Fs afero.Fs
 }
 
 // OnOp returns the engine's hook (libchain.Engine.OnOp) that appends each
-// operation to the journal of cacheDir; a failure to write is logged on
-// log, never returned: the journal is observability, and an operation
-// never fails for it.
-func OnOp(cacheDir string, log *slog.Logger) func(Op) {
+// operation to the journal of cacheDir on fsys (nil: the OS's); a failure
+// to write is logged on log, never returned: the journal is
+// observability, and an operation never fails for it.
+func OnOp(fsys afero.Fs, cacheDir string, log *slog.Logger) func(Op) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	j := &Writer{CacheDir: cacheDir}
+	j := &Writer{CacheDir: cacheDir, Fs: fsys}
 	return func(op Op) {
 		if err := j.Append(op); err != nil {
 			log.Warn("event journal", "error", err)
@@ -65,7 +69,11 @@ func (j *Writer) Append(op Op) error {
 	if err != nil {
 		return fmt.Errorf("event journal: %w", err)
 	}
-	fsys := fileutil.TrustedFs(afero.NewOsFs(), j.CacheDir)
+	fsys := j.Fs
+	if fsys == nil {
+		fsys = afero.NewOsFs()
+	}
+	fsys = fileutil.TrustedFs(fsys, j.CacheDir)
 	path := Path(j.CacheDir)
 	if err := fsys.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("event journal: %w", err)
