@@ -24,11 +24,12 @@ import (
 // (a FileInfo whose Sys() is a *syscall.Stat_t); afero.MemMapFs and the
 // fault-injecting filesystems of the tests have no owners and pass.
 
-// ErrUntrusted: an entry of the cache dir could have been written by
-// another user, or is a symlink where a directory must be.
+// ErrUntrusted: an entry of a trusted tree could have been written by
+// another user, or is a symlink where a directory must be. Its text, and
+// UntrustedError's, speak of the cache dir, the tree most of them are in.
 var ErrUntrusted = errors.New("untrusted entry in the cache dir")
 
-// UntrustedError says which entry of the cache dir is not trusted, and why.
+// UntrustedError says which entry of a trusted tree is not trusted, and why.
 type UntrustedError struct {
 	Path string
 	// UID and Mode are the entry's owner and permission bits; UID is -1
@@ -125,9 +126,9 @@ func CheckTrustedDir(path string, fi os.FileInfo) error {
 	return e
 }
 
-// CheckPrivateFile refuses (*UntrustedError) a file Catena reads back (a lock file, the
-// event journal) that is not a regular file of its own that only it can
-// write.
+// CheckPrivateFile refuses (*UntrustedError) a file Catena reads back (a
+// lock file, the event journal, a libcni cache entry) that is not a
+// regular file of its own that only it can write.
 func CheckPrivateFile(path string, fi os.FileInfo) error {
 	if err := CheckOwned(path, fi); err != nil {
 		return err

@@ -215,7 +215,7 @@ func (w *walkFs) Remove(name string) error {
 	})
 }
 
-// RemoveAll is not supported: the store never removes a tree.
+// RemoveAll is not supported: no user of a trusted tree removes a subtree.
 func (w *walkFs) RemoveAll(name string) error {
 	return pathErr("removeall", name, errors.ErrUnsupported)
 }
