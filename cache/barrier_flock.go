@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/catena-cni/catena/fileutil"
 )
 
 // barrierName is the file of a network's barrier in the FlockLocker's dir
@@ -16,7 +18,7 @@ import (
 // lock file, "<key name>.lock" (a key name has a ':' or starts with "h-",
 // and ends in ".lock"), nor a network dir (it is one level down). It is
 // created 0600 through the checked openat walk, never through a symlink,
-// refused if another user owns it or could write it (trust.go), and never
+// refused if another user owns it or could write it (fileutil/trust.go), and never
 // removed: it holds nothing, so there is no unlink race to close.
 const barrierName = ".barrier"
 
@@ -31,7 +33,7 @@ func (l *FlockLocker) Barrier(ctx context.Context, network string, exclusive boo
 		return nil, fmt.Errorf("network barrier: %w", err)
 	}
 	dir := networkDirName(network)
-	dirfd, err := walkDir(filepath.Dir(l.Dir), filepath.Base(l.Dir)+"/"+dir, true)
+	dirfd, err := fileutil.WalkDir(filepath.Dir(l.Dir), filepath.Base(l.Dir)+"/"+dir, true)
 	if err != nil {
 		return nil, fmt.Errorf("network barrier of %s: %w", network, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/catena-cni/catena/cache/faultfs"
+	"github.com/catena-cni/catena/fileutil"
 )
 
 var deltaPrefix = []byte(`{"schema":2,`)
@@ -166,7 +167,7 @@ func TestDeltaNeverAfterAnotherWriter(t *testing.T) {
 		require.NoError(t, e.store.Save(rec))
 		require.Equal(t, "SDSSD", lineKinds(readRecordFile(t, e, key)))
 		same := readRecordFile(t, e, key)
-		_, err = writeFileDurableInfo(e.fs, e.store.Path(key), same)
+		_, err = fileutil.WriteFileDurableInfo(e.fs, e.store.Path(key), same)
 		require.NoError(t, err)
 		rec.TeardownAttempts = 5
 		require.NoError(t, e.store.Save(rec))

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/spf13/afero"
+
+	"github.com/catena-cni/catena/fileutil"
 )
 
 // Layout of a DiskStore under its dir:
@@ -20,7 +22,7 @@ import (
 // ':' is illegal in both container IDs and ifnames, so a record's name is
 // unambiguous. A key or network too long for a file name is hashed
 // (names.go). Directories are 0700 and files 0600, all owned by Catena's
-// user and reached without following a symlink (trust.go, walkfs.go).
+// user and reached without following a symlink (fileutil.TrustedFs).
 // Locks are not kept here: they belong to the Locker (e.g. a FlockLocker on
 // <dir>/locks).
 const (
@@ -53,7 +55,7 @@ func NewDiskStore(fsys afero.Fs, dir string, locker Locker) *DiskStore {
 		panic("cache: NewDiskStore with a nil locker")
 	}
 	dir = filepath.Clean(dir)
-	return &DiskStore{Locker: locker, fs: TrustedFs(fsys, dir), dir: dir}
+	return &DiskStore{Locker: locker, fs: fileutil.TrustedFs(fsys, dir), dir: dir}
 }
 
 // Path returns where key's record lives, or "" if key is invalid. It is meant
@@ -80,20 +82,20 @@ func (s *DiskStore) recordPath(key Key) string {
 // write it.
 func (s *DiskStore) checkNetworkDir(key Key) (exists bool, err error) {
 	dir := s.networkDir(key.Network)
-	fi, err := Lstat(s.fs, dir)
+	fi, err := fileutil.Lstat(s.fs, dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("record %s: %w", key, err)
 	}
-	if err := checkOwned(dir, fi); err != nil {
+	if err := fileutil.CheckOwned(dir, fi); err != nil {
 		return true, fmt.Errorf("record %s: %w", key, err)
 	}
 	if err := checkDirInfo(fi); err != nil {
 		return true, fmt.Errorf("record %s: %w: network dir %s %w", key, ErrCorrupt, dir, err)
 	}
-	if err := checkTrustedDir(dir, fi); err != nil {
+	if err := fileutil.CheckTrustedDir(dir, fi); err != nil {
 		return true, fmt.Errorf("record %s: %w", key, err)
 	}
 	return true, nil
@@ -117,7 +119,7 @@ func (s *DiskStore) Load(key Key) (*Record, error) {
 		return nil, fmt.Errorf("load record %s: %w", key, ErrNotFound)
 	}
 	path := s.recordPath(key)
-	fi, err := Lstat(s.fs, path)
+	fi, err := fileutil.Lstat(s.fs, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("load record %s: %w", key, ErrNotFound)
 	}
@@ -144,11 +146,11 @@ func (s *DiskStore) Load(key Key) (*Record, error) {
 // readRecord opens path without following symlinks and re-checks what was
 // opened, closing the window between the lstat and the open.
 func (s *DiskStore) readRecord(key, path string) ([]byte, error) {
-	f, err := openReadNoFollow(s.fs, path)
+	f, err := fileutil.OpenReadNoFollow(s.fs, path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("load record %s: %w", key, ErrNotFound)
-	case isSymlinkLoop(err):
+	case fileutil.IsSymlinkLoop(err):
 		return nil, fmt.Errorf("load record %s: %w: %s is a symlink", key, ErrCorrupt, path)
 	case err != nil:
 		return nil, fmt.Errorf("load record %s: %w", key, err)
@@ -193,7 +195,7 @@ func (s *DiskStore) Save(rec *Record) error {
 		return fmt.Errorf("save: %w", err)
 	}
 	if !exists {
-		if err := mkdirAllDurable(s.fs, s.networkDir(key.Network), dirPerm); err != nil {
+		if err := fileutil.MkdirAllDurable(s.fs, s.networkDir(key.Network), dirPerm); err != nil {
 			return fmt.Errorf("save record %s: %w", key, err)
 		}
 	}
@@ -248,11 +250,11 @@ func (s *DiskStore) Remove(key Key) error {
 		return nil
 	}
 	// Also the temp file a crash may have left (only key's lock holder
-	// creates it); removeDurable's directory sync covers both.
-	if err := removeTemp(s.fs, s.recordPath(key)); err != nil {
+	// creates it); RemoveDurable's directory sync covers both.
+	if err := fileutil.RemoveTemp(s.fs, s.recordPath(key)); err != nil {
 		return fmt.Errorf("remove record %s: %w", key, err)
 	}
-	if err := removeDurable(s.fs, s.recordPath(key)); err != nil {
+	if _, err := fileutil.RemoveDurable(s.fs, s.recordPath(key)); err != nil {
 		return fmt.Errorf("remove record %s: %w", key, err)
 	}
 	return nil

@@ -9,7 +9,8 @@
 //
 // Everything lives under one cache dir (cacheDir, default
 // /var/lib/cni/catena). Dirs are 0700 and files 0600, owned by Catena's
-// user and reached without following a symlink (trust.go, walk.go);
+// user and reached without following a symlink (package fileutil's
+// TrustedFs and checks);
 // <name> is "<containerID>:<ifname>", or "h-<sha256>" for a key too long
 // for a file name, and <network> "h:<sha256>" for a network name too long
 // (names.go):
@@ -28,7 +29,8 @@
 //	versions/<hash of the binary's path>.json     a delegate binary's VERSION answer (versions.go)
 //	events/events.jsonl, events.jsonl.1     the event journal, written and read by the engine, not by this package
 //
-// Records, marks and tombstones are state: written durably (durable.go, recordfile.go).
+// Records, marks and tombstones are state: written durably (fileutil's
+// durable writes, recordfile.go).
 // Markers, stamps and the version cache are hints: a missing or torn one
 // costs work, never correctness. A lock file says who holds it and for
 // which key; the flock is the lock.
@@ -61,18 +63,13 @@
 //	recordfile.go       a record file as a sequence of entries; reading it back
 //	recordfile_slot.go  preallocated record files: entries written in place over zeros
 //	recordfile_memo.go  what a DiskStore remembers of its last write, to write a delta
-//	durable.go          durable writes: temp file, fsync, rename, fsync of the dir
-//	sync.go             fsync and fdatasync of a file, by raw system call in a one-P process
 //	disk.go             DiskStore: Load, Save, Remove, the paths of records
 //	list.go             DiskStore.List: every record's key, from its name or its content
 //	quarantine.go       DiskStore.Quarantine: a corrupt record moved aside
 //	quarantine_prune.go QuarantinePruner: quarantine/ bounded by age and count
 //	sweep.go            SweepTemps: the temp files crashes left
 //	names.go            file names of keys and networks, hashed when too long
-//	fsutil.go           lstat, no-follow opens, bounded reads, record entry checks
-//	trust.go            the ownership and mode checks, UntrustedError
-//	walk.go             the openat walk from the cache dir
-//	walkfs.go           TrustedFs: an afero.Fs that reaches every path by that walk
+//	entrycheck.go       record entry checks, bounded reads, the modes the store creates
 //	flock.go            FlockLocker: per-attachment flock(2) lock files (linux)
 //	memlock.go          MemLocker: an in-process Locker for tests
 //	barrier.go          Barrier: DiskStore's, through its Locker, and MemLocker's

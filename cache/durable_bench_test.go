@@ -13,6 +13,8 @@ import (
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/catena-cni/catena/fileutil"
 )
 
 // The benchmarks below measure the two crash-safe write schemes the store
@@ -21,7 +23,7 @@ import (
 //
 //	go test -run '^$' -bench 'Durable' -benchtime 2000x ./cache
 //
-// The figures and the choice they led to are in durable.go.
+// The figures and the choice they led to are in recordfile.go.
 
 // benchDirs names the filesystems to measure on; tmpfs only if present.
 func benchDirs(b *testing.B) map[string]string {
@@ -51,7 +53,7 @@ func BenchmarkDurableReplace(b *testing.B) {
 			path := filepath.Join(dir, "replace.json")
 			b.SetBytes(int64(len(data)))
 			for b.Loop() {
-				if err := writeFileDurable(fsys, path, data); err != nil {
+				if err := fileutil.WriteFileDurable(fsys, path, data); err != nil {
 					b.Fatal(err)
 				}
 			}

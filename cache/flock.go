@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/catena-cni/catena/fileutil"
 )
 
 // FlockLocker locks attachments with flock(2) on one file per attachment:
@@ -19,7 +21,7 @@ import (
 //	<Dir>/<network>/<containerID>:<ifname>.lock
 //
 // (names.go for long keys). Dir's parent (the cache dir), Dir and
-// Dir/<network> are reached by the openat walk (walk.go) and must be owned
+// Dir/<network> are reached by the openat walk (fileutil.WalkDir) and must be owned
 // by Catena's user and not writable by others, as must the lock file; no
 // symlink is followed. The
 // file holds the holder and the full key, for waiters' messages.
@@ -122,7 +124,7 @@ type lockFile struct {
 // fsync: a lock file is not state. The caller closes it.
 func (l *FlockLocker) lockFileOf(key Key) (*lockFile, error) {
 	dir := networkDirName(key.Network)
-	fd, err := walkDir(filepath.Dir(l.Dir), filepath.Base(l.Dir)+"/"+dir, true)
+	fd, err := fileutil.WalkDir(filepath.Dir(l.Dir), filepath.Base(l.Dir)+"/"+dir, true)
 	if err != nil {
 		return nil, err
 	}
@@ -174,13 +176,13 @@ func (l *FlockLocker) tryLock(key Key, who Holder) (Unlocker, error) {
 // and refuses one that another user owns or could write.
 func (f *lockFile) open() (int, error) {
 	const flags = unix.O_RDWR | unix.O_CREAT | unix.O_NOFOLLOW | unix.O_CLOEXEC
-	fd, err := openat(f.dirfd, f.name, flags, filePerm)
+	fd, err := fileutil.Openat(f.dirfd, f.name, flags, filePerm)
 	if err != nil {
 		return -1, fmt.Errorf("open %s: %w", f.path(), err)
 	}
-	fi, err := fstatInfo(fd, f.name)
+	fi, err := fileutil.FstatInfo(fd, f.name)
 	if err == nil {
-		err = CheckPrivateFile(f.path(), fi)
+		err = fileutil.CheckPrivateFile(f.path(), fi)
 	}
 	if err != nil {
 		_ = unix.Close(fd)
@@ -244,12 +246,12 @@ func writeHolder(fd int, who Holder, key Key) {
 // readHolder reads the holder of key's lock; nil if it cannot. It creates
 // nothing.
 func (l *FlockLocker) readHolder(key Key) *Holder {
-	dirfd, err := walkDir(filepath.Dir(l.Dir), filepath.Base(l.Dir)+"/"+networkDirName(key.Network), false)
+	dirfd, err := fileutil.WalkDir(filepath.Dir(l.Dir), filepath.Base(l.Dir)+"/"+networkDirName(key.Network), false)
 	if err != nil {
 		return nil
 	}
 	defer func() { _ = unix.Close(dirfd) }()
-	fd, err := openat(dirfd, keyName(key)+lockExt, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	fd, err := fileutil.Openat(dirfd, keyName(key)+lockExt, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/spf13/afero"
+
+	"github.com/catena-cni/catena/fileutil"
 )
 
 // FuzzKeyValidate checks the validation of the CNI arguments that name an
@@ -48,7 +50,7 @@ func FuzzKeyValidate(f *testing.F) {
 		inside("teardown note", s.pendingPath(key), filepath.Join(dir, pendingDir, netDir))
 		locks := NewFlockLocker(filepath.Join(dir, "locks"))
 		inside("lock", locks.lockPath(key), filepath.Join(dir, "locks", netDir))
-		for _, name := range []string{netDir, filepath.Base(s.Path(key)), filepath.Base(tempPath(s.Path(key))),
+		for _, name := range []string{netDir, filepath.Base(s.Path(key)), filepath.Base(fileutil.TempPath(s.Path(key))),
 			filepath.Base(s.pendingPath(key)), filepath.Base(locks.lockPath(key)),
 			quarantineName(key) + ".1234567890123456789" + recordExt, quarantineDirName(network) + ".1234567890123456789"} {
 			if len(name) > nameMax {

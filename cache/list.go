@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/spf13/afero"
+
+	"github.com/catena-cni/catena/fileutil"
 )
 
 // List returns the keys of all records. Entries that are temp files, or
@@ -19,12 +21,12 @@ import (
 // another user owns or could write fails the listing (*UntrustedError).
 func (s *DiskStore) List() ([]Key, error) {
 	root := filepath.Join(s.dir, recordsDir)
-	fi, err := Lstat(s.fs, root)
+	fi, err := fileutil.Lstat(s.fs, root)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err == nil {
-		err = checkTrustedDir(root, fi)
+		err = fileutil.CheckTrustedDir(root, fi)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("list records: %w", err)
@@ -39,13 +41,13 @@ func (s *DiskStore) List() ([]Key, error) {
 	var keys []Key
 	for _, n := range nets {
 		dir := filepath.Join(root, n.Name())
-		if err := checkOwned(dir, n); err != nil {
+		if err := fileutil.CheckOwned(dir, n); err != nil {
 			return nil, fmt.Errorf("list records: %w", err)
 		}
 		if checkDirInfo(n) != nil {
 			continue
 		}
-		if err := checkTrustedDir(dir, n); err != nil {
+		if err := fileutil.CheckTrustedDir(dir, n); err != nil {
 			return nil, fmt.Errorf("list records: %w", err)
 		}
 		names, err := readDirNames(s.fs, dir)
@@ -97,7 +99,7 @@ func (s *DiskStore) keyOfName(dir, base string) (Key, bool) {
 // keyInFile returns the key of the newest entry of the record file (or
 // record temp file) at path, with Load's checks.
 func (s *DiskStore) keyInFile(path string) (Key, error) {
-	fi, err := Lstat(s.fs, path)
+	fi, err := fileutil.Lstat(s.fs, path)
 	if err != nil {
 		return Key{}, err
 	}

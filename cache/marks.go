@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/spf13/afero"
+
+	"github.com/catena-cni/catena/fileutil"
 )
 
 // Mark is the node reconciler's durable note that an attachment was found
@@ -56,7 +58,7 @@ const (
 // entry another user owns or could write is refused.
 func NewDiskMarks(fsys afero.Fs, cacheDir string) *DiskMarks {
 	cacheDir = filepath.Clean(cacheDir)
-	return &DiskMarks{fs: TrustedFs(fsys, cacheDir), dir: filepath.Join(cacheDir, marksDir)}
+	return &DiskMarks{fs: fileutil.TrustedFs(fsys, cacheDir), dir: filepath.Join(cacheDir, marksDir)}
 }
 
 // path names key's mark as its record is named (names.go): long keys and
@@ -74,14 +76,14 @@ func (m *DiskMarks) PutMark(mk Mark) error {
 	if err := m.checkDirs(dir); err != nil {
 		return fmt.Errorf("put mark of %s: %w", mk.Key, err)
 	}
-	if err := mkdirAllDurable(m.fs, dir, dirPerm); err != nil {
+	if err := fileutil.MkdirAllDurable(m.fs, dir, dirPerm); err != nil {
 		return fmt.Errorf("put mark of %s: %w", mk.Key, err)
 	}
 	data, err := json.Marshal(mk)
 	if err != nil {
 		return fmt.Errorf("put mark of %s: %w", mk.Key, err)
 	}
-	if err := writeFileDurable(m.fs, m.path(mk.Key), data); err != nil {
+	if err := fileutil.WriteFileDurable(m.fs, m.path(mk.Key), data); err != nil {
 		return fmt.Errorf("put mark of %s: %w", mk.Key, err)
 	}
 	return nil
@@ -91,7 +93,7 @@ func (m *DiskMarks) PutMark(mk Mark) error {
 // reconcile/<network>: a mark is never written through a link.
 func (m *DiskMarks) checkDirs(netDir string) error {
 	for _, d := range []string{m.dir, netDir} {
-		fi, err := Lstat(m.fs, d)
+		fi, err := fileutil.Lstat(m.fs, d)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
@@ -114,13 +116,13 @@ func (m *DiskMarks) ClearMark(key Key) error {
 	if err := m.checkDirs(filepath.Dir(path)); err != nil {
 		return fmt.Errorf("clear mark of %s: %w", key, err)
 	}
-	if _, err := Lstat(m.fs, path); errors.Is(err, fs.ErrNotExist) {
+	if _, err := fileutil.Lstat(m.fs, path); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	if err := removeTemp(m.fs, path); err != nil {
+	if err := fileutil.RemoveTemp(m.fs, path); err != nil {
 		return fmt.Errorf("clear mark of %s: %w", key, err)
 	}
-	if err := removeDurable(m.fs, path); err != nil {
+	if _, err := fileutil.RemoveDurable(m.fs, path); err != nil {
 		return fmt.Errorf("clear mark of %s: %w", key, err)
 	}
 	return nil
@@ -129,7 +131,7 @@ func (m *DiskMarks) ClearMark(key Key) error {
 // Marks implements MarkStore.
 func (m *DiskMarks) Marks() (map[Key]Mark, error) {
 	out := map[Key]Mark{}
-	fi, err := Lstat(m.fs, m.dir)
+	fi, err := fileutil.Lstat(m.fs, m.dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return out, nil
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/catena-cni/catena/fileutil"
 )
 
 // TestLongKeysOnDisk: keys whose container ID or network name is longer
@@ -70,7 +72,7 @@ func TestLongKeysOnDisk(t *testing.T) {
 			require.NoError(t, s.ClearPending(key))
 
 			// a temp file that a crash left, swept by its key's lock
-			tmp := tempPath(s.Path(key))
+			tmp := fileutil.TempPath(s.Path(key))
 			require.NoError(t, os.WriteFile(tmp, mustEncode(t, sampleRecord(key)), 0o600))
 			swept, err := s.SweepTemps(key.Network, time.Now().Add(time.Hour))
 			require.NoError(t, err)

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/catena-cni/catena/fileutil"
 )
 
 // TeardownIndex is an optional Store capability: a cheap index of the
@@ -136,11 +138,11 @@ func (s *DiskStore) readNote(path string) (note PendingNote, bad error, ok bool)
 // symlink; ok is false if it is not a regular file (or vanished), and err
 // says why a file that is there could not be read.
 func (s *DiskStore) readHint(path string) (data []byte, ok bool, err error) {
-	fi, err := Lstat(s.fs, path)
+	fi, err := fileutil.Lstat(s.fs, path)
 	if err != nil || !fi.Mode().IsRegular() {
 		return nil, false, nil
 	}
-	f, err := openReadNoFollow(s.fs, path)
+	f, err := fileutil.OpenReadNoFollow(s.fs, path)
 	if err != nil {
 		return nil, false, nil
 	}

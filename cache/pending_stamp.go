@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/catena-cni/catena/fileutil"
 )
 
 // A network's retry stamp, pending/<network>/.due, lets a runtime's call
@@ -54,7 +56,7 @@ func (s *DiskStore) RetryDue(network string, now time.Time) (bool, error) {
 		return false, fmt.Errorf("retry due: invalid network name %q", network)
 	}
 	dir := s.pendingNetDir(network)
-	fi, err := Lstat(s.fs, dir)
+	fi, err := fileutil.Lstat(s.fs, dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return false, nil
@@ -135,7 +137,7 @@ func (s *DiskStore) StampRetry(network string, now func() time.Time, horizon tim
 	}
 	defer func() { _ = f.Close() }()
 	var mtime int64 // unknown: the tests' in-memory fs keeps no dir mtime
-	if isRealDisk(s.fs) {
+	if fileutil.IsRealDisk(s.fs) {
 		if mtime, err = s.settledMtime(dir); err != nil {
 			return RetryStamp{}, fmt.Errorf("retry stamp of network %s: %w", network, err)
 		}
@@ -169,7 +171,7 @@ func (s *DiskStore) StampRetry(network string, now func() time.Time, horizon tim
 // later mtime.
 func (s *DiskStore) settledMtime(dir string) (int64, error) {
 	for range 10 {
-		fi, err := Lstat(s.fs, dir)
+		fi, err := fileutil.Lstat(s.fs, dir)
 		if err != nil {
 			return 0, err
 		}

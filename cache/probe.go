@@ -9,6 +9,8 @@ import (
 	"slices"
 
 	"github.com/spf13/afero"
+
+	"github.com/catena-cni/catena/fileutil"
 )
 
 // Prober is an optional Store capability: a health check of the storage,
@@ -24,23 +26,23 @@ var _ Prober = (*DiskStore)(nil)
 // that only Catena's user can write, in which a file can be created,
 // written and removed, and that nothing in it is untrusted (Audit).
 func (s *DiskStore) Probe() error {
-	fi, err := Lstat(s.fs, s.dir)
+	fi, err := fileutil.Lstat(s.fs, s.dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		if err := mkdirAllDurable(s.fs, s.dir, dirPerm); err != nil {
+		if err := fileutil.MkdirAllDurable(s.fs, s.dir, dirPerm); err != nil {
 			return fmt.Errorf("cache dir %s: %w", s.dir, err)
 		}
-		fi, err = Lstat(s.fs, s.dir)
+		fi, err = fileutil.Lstat(s.fs, s.dir)
 	}
 	if err != nil {
 		return fmt.Errorf("cache dir %s: %w", s.dir, err)
 	}
-	if err := checkTrustedDir(s.dir, fi); err != nil {
+	if err := fileutil.CheckTrustedDir(s.dir, fi); err != nil {
 		return fmt.Errorf("cache dir %s: %w", s.dir, err)
 	}
 	if err := s.Audit(); err != nil {
 		return err
 	}
-	tmp, err := tempName(filepath.Join(s.dir, "probe"))
+	tmp, err := fileutil.TempName(filepath.Join(s.dir, "probe"))
 	if err != nil {
 		return err
 	}
@@ -78,10 +80,10 @@ func (s *DiskStore) Audit() error {
 	for _, fi := range top {
 		path := filepath.Join(s.dir, fi.Name())
 		if fi.Mode()&fs.ModeSymlink != 0 {
-			return checkTrustedDir(path, fi)
+			return fileutil.CheckTrustedDir(path, fi)
 		}
 		if !fi.IsDir() {
-			if err := checkOwned(path, fi); err != nil {
+			if err := fileutil.CheckOwned(path, fi); err != nil {
 				return err
 			}
 			continue
@@ -96,7 +98,7 @@ func (s *DiskStore) Audit() error {
 // auditDir checks the directory path and, unless it is quarantine/, its
 // entries: sub-directories (network dirs) and the files in them.
 func (s *DiskStore) auditDir(path string, fi os.FileInfo, deep bool) error {
-	if err := checkTrustedDir(path, fi); err != nil {
+	if err := fileutil.CheckTrustedDir(path, fi); err != nil {
 		return err
 	}
 	if !deep {
@@ -117,7 +119,7 @@ func (s *DiskStore) auditDir(path string, fi os.FileInfo, deep bool) error {
 			}
 			continue
 		}
-		if err := checkOwned(p, e); err != nil {
+		if err := fileutil.CheckOwned(p, e); err != nil {
 			return err
 		}
 	}
@@ -131,7 +133,7 @@ func (s *DiskStore) auditFiles(dir string) error {
 		return fmt.Errorf("cache dir %s: %w", dir, err)
 	}
 	for _, e := range entries {
-		if err := checkOwned(filepath.Join(dir, e.Name()), e); err != nil {
+		if err := fileutil.CheckOwned(filepath.Join(dir, e.Name()), e); err != nil {
 			return err
 		}
 	}

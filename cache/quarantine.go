@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/spf13/afero"
+
+	"github.com/catena-cni/catena/fileutil"
 )
 
 // Quarantine durably moves key's record into quarantine/ and returns its new
@@ -32,14 +34,14 @@ func (s *DiskStore) Quarantine(key Key) (string, error) {
 	} else if err != nil {
 		return "", fmt.Errorf("quarantine record %s: %w", key, err)
 	}
-	fi, err := Lstat(s.fs, src)
+	fi, err := fileutil.Lstat(s.fs, src)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return "", nil
 		}
 		return "", fmt.Errorf("quarantine record %s: %w", key, err)
 	}
-	if err := checkOwned(src, fi); err != nil {
+	if err := fileutil.CheckOwned(src, fi); err != nil {
 		return "", fmt.Errorf("quarantine record %s: %w", key, err)
 	}
 	qdir := filepath.Join(s.dir, quarantineDir)
@@ -50,21 +52,21 @@ func (s *DiskStore) Quarantine(key Key) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("quarantine record %s: %w", key, err)
 	}
-	if err := renameDurable(s.fs, src, dst); err != nil {
+	if err := fileutil.RenameDurable(s.fs, src, dst); err != nil {
 		return "", fmt.Errorf("quarantine record %s: %w", key, err)
 	}
 	return dst, nil
 }
 
 func (s *DiskStore) ensureQuarantineDir(qdir string) error {
-	fi, err := Lstat(s.fs, qdir)
+	fi, err := fileutil.Lstat(s.fs, qdir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return mkdirAllDurable(s.fs, qdir, dirPerm)
+		return fileutil.MkdirAllDurable(s.fs, qdir, dirPerm)
 	}
 	if err != nil {
 		return err
 	}
-	return checkTrustedDir(qdir, fi)
+	return fileutil.CheckTrustedDir(qdir, fi)
 }
 
 // freeName returns dir/<name>.<unixnano><ext> that does not exist yet.
@@ -72,7 +74,7 @@ func freeName(fsys afero.Fs, dir, name, ext string) (string, error) {
 	now := time.Now().UnixNano()
 	for i := int64(0); i < 1000; i++ {
 		p := filepath.Join(dir, name+"."+strconv.FormatInt(now+i, 10)+ext)
-		if _, err := Lstat(fsys, p); errors.Is(err, fs.ErrNotExist) {
+		if _, err := fileutil.Lstat(fsys, p); errors.Is(err, fs.ErrNotExist) {
 			return p, nil
 		} else if err != nil {
 			return "", err

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/catena-cni/catena/fileutil"
 )
 
 // The bounds GC prunes quarantine/ to: a corrupt record is kept for
@@ -41,7 +43,7 @@ var _ QuarantinePruner = (*DiskStore)(nil)
 // remove and reports them all.
 func (s *DiskStore) PruneQuarantine(now time.Time, maxAge time.Duration, maxCount int) ([]string, error) {
 	qdir := filepath.Join(s.dir, quarantineDir)
-	fi, err := Lstat(s.fs, qdir)
+	fi, err := fileutil.Lstat(s.fs, qdir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -67,7 +69,7 @@ func (s *DiskStore) PruneQuarantine(now time.Time, maxAge time.Duration, maxCoun
 			continue
 		}
 		path := filepath.Join(qdir, name)
-		fi, err := Lstat(s.fs, path)
+		fi, err := fileutil.Lstat(s.fs, path)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			continue // pruned meanwhile

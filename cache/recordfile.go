@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/afero"
+
+	"github.com/catena-cni/catena/fileutil"
 )
 
 // A record file is a short sequence of entries: one self-checking envelope
@@ -50,7 +52,7 @@ func saveEntry(fsys afero.Fs, path string, full func() ([]byte, error), delta []
 	if err != nil {
 		return fileSig{}, err
 	}
-	fi, err := writeFileDurableInfo(fsys, path, padded(data, steps))
+	fi, err := fileutil.WriteFileDurableInfo(fsys, path, padded(data, steps))
 	if err != nil {
 		return fileSig{}, err
 	}
@@ -60,7 +62,7 @@ func saveEntry(fsys afero.Fs, path string, full func() ([]byte, error), delta []
 // datasync flushes f's data (and the size it implies) with fdatasync where
 // the file is a real one, else with Sync.
 func datasync(f afero.File) error {
-	return syncFile(f, true)
+	return fileutil.SyncFile(f, true)
 }
 
 // decodeRecordFile replays a record file: from its newest full snapshot that

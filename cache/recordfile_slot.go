@@ -9,6 +9,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/afero"
+
+	"github.com/catena-cni/catena/fileutil"
 )
 
 // Preallocated record files. A record file is created with its first entry
@@ -142,12 +144,12 @@ func tornSectors(data []byte, end int) bool {
 // and nothing written, when the caller must replace the file instead.
 func writeEntry(fsys afero.Fs, path string, full func() ([]byte, error), delta []byte, base fileSig) (fileSig, bool, error) {
 	flags := os.O_RDWR // read: the entries' end, through the same handle
-	if isRealDisk(fsys) {
+	if fileutil.IsRealDisk(fsys) {
 		flags |= syscall.O_NOFOLLOW
 	}
 	f, err := fsys.OpenFile(path, flags, filePerm)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) || isSymlinkLoop(err) {
+		if errors.Is(err, os.ErrNotExist) || fileutil.IsSymlinkLoop(err) {
 			return fileSig{}, false, nil // first write, or a link the replace will overwrite
 		}
 		return fileSig{}, false, fmt.Errorf("open %s: %w", path, err)
@@ -202,7 +204,7 @@ func writeEntry(fsys afero.Fs, path string, full func() ([]byte, error), delta [
 // reports false otherwise; a file over twice compactAt is not even read (it
 // is compacted).
 func entriesEnd(f afero.File, path string, fi os.FileInfo) (int64, bool, error) {
-	if err := checkOwned(path, fi); err != nil {
+	if err := fileutil.CheckOwned(path, fi); err != nil {
 		return 0, false, err
 	}
 	size := fi.Size()

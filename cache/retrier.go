@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/catena-cni/catena/fileutil"
 )
 
 // RetrierLockName is the cache dir's retrier lock, <cacheDir>/retrier.lock:
@@ -32,19 +34,19 @@ type RetrierLock struct {
 func TryRetrierLock(dir string) (*RetrierLock, error) {
 	dir = filepath.Clean(dir)
 	path := filepath.Join(dir, RetrierLockName)
-	dirfd, err := walkDir(dir, "", true)
+	dirfd, err := fileutil.WalkDir(dir, "", true)
 	if err != nil {
 		return nil, fmt.Errorf("retrier lock %s: %w", path, err)
 	}
 	defer func() { _ = unix.Close(dirfd) }()
 	const flags = unix.O_RDWR | unix.O_CREAT | unix.O_NOFOLLOW | unix.O_CLOEXEC | unix.O_NONBLOCK
-	fd, err := openat(dirfd, RetrierLockName, flags, filePerm)
+	fd, err := fileutil.Openat(dirfd, RetrierLockName, flags, filePerm)
 	if err != nil {
 		return nil, fmt.Errorf("retrier lock: open %s: %w", path, err)
 	}
-	fi, err := fstatInfo(fd, path)
+	fi, err := fileutil.FstatInfo(fd, path)
 	if err == nil {
-		err = CheckPrivateFile(path, fi)
+		err = fileutil.CheckPrivateFile(path, fi)
 	}
 	if err != nil {
 		_ = unix.Close(fd)
@@ -76,7 +78,7 @@ func InheritedRetrierLock(f *os.File) (*RetrierLock, error) {
 	}
 	fi, err := f.Stat()
 	if err == nil {
-		err = CheckPrivateFile(f.Name(), fi)
+		err = fileutil.CheckPrivateFile(f.Name(), fi)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("retrier lock: %w", err)

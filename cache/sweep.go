@@ -8,11 +8,13 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/catena-cni/catena/fileutil"
 )
 
 // SweepTemps removes the temp files that a crash in the middle of a durable
 // replace left in network's record dir, if they were last modified before
-// olderThan. A record's temp file (tempPath) is removed only while its
+// olderThan. A record's temp file (fileutil.TempPath) is removed only while its
 // attachment's lock is free, so a write in progress never loses its temp
 // file. Remove already unlinks the temp file of the record it removes; the
 // sweep catches those of records that were never created (a crash during
@@ -40,7 +42,7 @@ func (s *DiskStore) SweepTemps(network string, olderThan time.Time) ([]string, e
 		if !ok || key.Network != network {
 			continue
 		}
-		fi, err := Lstat(s.fs, path)
+		fi, err := fileutil.Lstat(s.fs, path)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -72,13 +74,13 @@ func (s *DiskStore) sweepTemp(key Key, path string) (bool, error) {
 		return false, fmt.Errorf("sweep %s: %w", path, err)
 	}
 	defer func() { _ = unlock.Unlock() }() // GC holds nothing else under it
-	if err := removeDurable(s.fs, path); err != nil {
+	if _, err := fileutil.RemoveDurable(s.fs, path); err != nil {
 		return false, fmt.Errorf("sweep %s: %w", path, err)
 	}
 	return true, nil
 }
 
-// tempKey turns ".<name>.json.tmp" (tempPath of a record) in network dir
+// tempKey turns ".<name>.json.tmp" (the TempPath of a record) in network dir
 // dir back into its key: from a plain name, or for a hashed one from the
 // temp file itself (a complete entry: it is only renamed once synced; one
 // that does not decode is left alone, as its key is unknown).

@@ -9,6 +9,8 @@ import (
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/catena-cni/catena/fileutil"
 )
 
 func TestSweepTemps(t *testing.T) {
@@ -68,7 +70,7 @@ func TestSweepTempsMissingNetworkDir(t *testing.T) {
 func TestTempFileOfACrashedWrite(t *testing.T) {
 	forEachFs(t, func(t *testing.T, e storeEnv) {
 		key := testKey("c1")
-		tmp := tempPath(e.store.recordPath(key))
+		tmp := fileutil.TempPath(e.store.recordPath(key))
 		require.NoError(t, e.fs.MkdirAll(filepath.Dir(tmp), 0o700))
 		require.NoError(t, afero.WriteFile(e.fs, tmp, []byte("torn"), 0o600))
 		require.NoError(t, e.store.Save(sampleRecord(key)))
@@ -88,7 +90,7 @@ func TestTempSymlinkNotFollowed(t *testing.T) {
 	fsys := afero.NewOsFs()
 	s := NewDiskStore(fsys, filepath.Join(dir, "catena"), NewMemLocker())
 	key := testKey("c1")
-	tmp := tempPath(s.recordPath(key))
+	tmp := fileutil.TempPath(s.recordPath(key))
 	require.NoError(t, os.MkdirAll(filepath.Dir(tmp), 0o700))
 	victim := filepath.Join(dir, "victim")
 	require.NoError(t, os.WriteFile(victim, []byte("precious"), 0o600)) // test fixture, not state

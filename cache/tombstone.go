@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/catena-cni/catena/fileutil"
 )
 
 // The bounds a tombstone is kept within: one that no runtime's DEL came to
@@ -83,10 +85,10 @@ func (s *DiskStore) Bury(t Tombstone) error {
 		return fmt.Errorf("bury %s: %w", t.Key, err)
 	}
 	path := s.tombstonePath(t.Key)
-	if err := mkdirAllDurable(s.fs, filepath.Dir(path), dirPerm); err != nil {
+	if err := fileutil.MkdirAllDurable(s.fs, filepath.Dir(path), dirPerm); err != nil {
 		return fmt.Errorf("bury %s: %w", t.Key, err)
 	}
-	if err := writeFileDurable(s.fs, path, data); err != nil {
+	if err := fileutil.WriteFileDurable(s.fs, path, data); err != nil {
 		return fmt.Errorf("bury %s: %w", t.Key, err)
 	}
 	return nil
@@ -130,10 +132,10 @@ func (s *DiskStore) Unbury(key Key) error {
 		return fmt.Errorf("unbury: %w", err)
 	}
 	path := s.tombstonePath(key)
-	if _, err := Lstat(s.fs, path); errors.Is(err, fs.ErrNotExist) {
+	if _, err := fileutil.Lstat(s.fs, path); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	if err := removeDurable(s.fs, path); err != nil {
+	if _, err := fileutil.RemoveDurable(s.fs, path); err != nil {
 		return fmt.Errorf("unbury %s: %w", key, err)
 	}
 	return nil
@@ -147,7 +149,7 @@ func (s *DiskStore) PruneTombstones(network string, now time.Time, maxAge time.D
 		return nil, fmt.Errorf("prune tombstones: invalid network name %q", network)
 	}
 	dir := filepath.Join(s.dir, tombstonesDir, networkDirName(network))
-	if _, err := Lstat(s.fs, dir); errors.Is(err, fs.ErrNotExist) {
+	if _, err := fileutil.Lstat(s.fs, dir); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	return s.pruneNetworkTombstones(dir, now.Add(-maxAge), maxCount)
@@ -160,7 +162,7 @@ type tombEntry struct {
 }
 
 func (s *DiskStore) pruneNetworkTombstones(dir string, before time.Time, maxCount int) ([]Key, error) {
-	fi, err := Lstat(s.fs, dir)
+	fi, err := fileutil.Lstat(s.fs, dir)
 	if err != nil {
 		return nil, fmt.Errorf("prune tombstones: %w", err)
 	}
@@ -177,7 +179,7 @@ func (s *DiskStore) pruneNetworkTombstones(dir string, before time.Time, maxCoun
 			continue
 		}
 		path := filepath.Join(dir, name)
-		fi, err := Lstat(s.fs, path)
+		fi, err := fileutil.Lstat(s.fs, path)
 		if err != nil || !fi.Mode().IsRegular() {
 			continue
 		}
@@ -201,7 +203,7 @@ func (s *DiskStore) pruneNetworkTombstones(dir string, before time.Time, maxCoun
 		pruned = append(pruned, e.key)
 	}
 	if len(pruned) > 0 {
-		errs = append(errs, SyncDir(s.fs, dir))
+		errs = append(errs, fileutil.SyncDir(s.fs, dir))
 	}
 	return pruned, errors.Join(errs...)
 }

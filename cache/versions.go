@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/afero"
+
+	"github.com/catena-cni/catena/fileutil"
 )
 
 // BinaryID identifies a plugin binary as it was found: its absolute path
@@ -63,7 +65,7 @@ type versionEntry struct {
 // on the real disk, by the cache's trusted walk (TrustedFs).
 func NewVersionCache(fsys afero.Fs, cacheDir string) *VersionCache {
 	cacheDir = filepath.Clean(cacheDir)
-	return &VersionCache{fs: TrustedFs(fsys, cacheDir), dir: filepath.Join(cacheDir, versionsDir)}
+	return &VersionCache{fs: fileutil.TrustedFs(fsys, cacheDir), dir: filepath.Join(cacheDir, versionsDir)}
 }
 
 // path is the cache file of the binary at binPath: a hash of the path, so
@@ -105,10 +107,10 @@ func (c *VersionCache) Put(id BinaryID, versions []string) error {
 	if len(data) > maxVersionSize {
 		return fmt.Errorf("version cache of %s: %d bytes, at most %d", id.Path, len(data), maxVersionSize)
 	}
-	if err := mkdirAllDurable(c.fs, c.dir, dirPerm); err != nil {
+	if err := fileutil.MkdirAllDurable(c.fs, c.dir, dirPerm); err != nil {
 		return fmt.Errorf("version cache of %s: %w", id.Path, err)
 	}
-	if err := writeFileAtomic(c.fs, c.path(id.Path), data); err != nil {
+	if err := fileutil.WriteFileAtomic(c.fs, c.path(id.Path), data, filePerm); err != nil {
 		return fmt.Errorf("version cache of %s: %w", id.Path, err)
 	}
 	return nil
@@ -117,7 +119,7 @@ func (c *VersionCache) Put(id BinaryID, versions []string) error {
 // Forget removes the entry of the binary at binPath, if any: its answer
 // proved wrong, so the next call asks again.
 func (c *VersionCache) Forget(binPath string) error {
-	if err := removeDurable(c.fs, c.path(binPath)); err != nil {
+	if _, err := fileutil.RemoveDurable(c.fs, c.path(binPath)); err != nil {
 		return fmt.Errorf("version cache of %s: %w", binPath, err)
 	}
 	return nil

@@ -6,6 +6,8 @@ import (
 
 	"github.com/containernetworking/cni/libcni"
 	"github.com/spf13/afero"
+
+	"github.com/catena-cni/catena/fileutil"
 )
 
 // maxConfSize bounds what LoadConfFile reads.
@@ -16,7 +18,7 @@ const maxConfSize = 1 << 20
 // catena, or a conflist (.conflist) with a catena entry, which inherits the
 // list's name and cniVersion as a runtime would pass them.
 func LoadConfFile(path string) (*NetConf, error) {
-	data, err := ReadSmallFile(afero.NewOsFs(), path, maxConfSize, true)
+	data, err := fileutil.ReadSmallFile(afero.NewOsFs(), path, maxConfSize, true)
 	if err != nil {
 		return nil, fmt.Errorf("read network config: %w", err)
 	}

@@ -42,7 +42,6 @@
 //	netns_holds.go    NetNSHolds: whether a namespace's ifname holds an address, the proof a DEL with no record passes its netns on
 //	oplog.go          the trace of every operation (journal.Op): logged, and passed to OnOp
 //	logging.go        NewLogger: JSON lines to the config's logFile, else text on stderr; never stdout
-//	readfile.go       ReadSmallFile and OpenRegular: bounded reads that can refuse a symlink
 //	executor.go       Executor: what the engine needs of whatever runs its delegates
 //	bound.go          MaxText and BoundText: every text a delegate controls, bounded
 package libchain

@@ -8,7 +8,7 @@ import (
 	"github.com/containernetworking/cni/libcni"
 	"github.com/spf13/afero"
 
-	"github.com/catena-cni/catena/libchain"
+	"github.com/catena-cni/catena/fileutil"
 )
 
 // maxFileSize bounds what catenactl reads of a config or valid-list file.
@@ -58,5 +58,5 @@ func hasCatenaEntry(data []byte) bool {
 // readSmallFile reads a regular file of at most maxFileSize bytes, without
 // following a final symlink or blocking on a FIFO.
 func readSmallFile(path string) ([]byte, error) {
-	return libchain.ReadSmallFile(afero.NewOsFs(), path, maxFileSize, true)
+	return fileutil.ReadSmallFile(afero.NewOsFs(), path, maxFileSize, true)
 }

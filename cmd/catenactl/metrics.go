@@ -5,17 +5,17 @@ import (
 	"cmp"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
+	"github.com/spf13/afero"
 	"github.com/spf13/cobra"
 
 	"github.com/catena-cni/catena/cmd/internal/cli"
+	"github.com/catena-cni/catena/fileutil"
 )
 
 // recordCount is how many records of a network are in one phase.
@@ -188,30 +188,12 @@ func writeExposition(w io.Writer, m metricsData) error {
 	return nil
 }
 
-// replaceFile writes data to a temporary file beside path and renames it
-// over path, so that a reader sees the old file or the new one, whole.
+// replaceFile writes data to path atomically and durably (fileutil's
+// atomic write: a temp file beside path, fsynced, renamed over it, the
+// directory fsynced), mode 0644, so that a reader (node_exporter's
+// textfile collector) sees the old file or the new one, whole.
 func replaceFile(path string, data []byte) error {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+base+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(0o644)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
+	if err := fileutil.WriteFileAtomic(afero.NewOsFs(), path, data, 0o644); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil

@@ -15,6 +15,7 @@ import (
 
 	"github.com/catena-cni/catena/cache"
 	"github.com/catena-cni/catena/cmd/internal/cli"
+	"github.com/catena-cni/catena/fileutil"
 	"github.com/catena-cni/catena/libchain"
 	"github.com/catena-cni/catena/libchain/events"
 	"github.com/catena-cni/catena/libchain/invoke"
@@ -151,7 +152,12 @@ func (a *app) resolveCNIPath() string {
 
 // store opens the record store of cacheDir as the catena plugin does.
 func store(cacheDir string) *cache.DiskStore {
-	return cache.NewDiskStore(afero.NewOsFs(), cacheDir, cache.NewFlockLocker(filepath.Join(cacheDir, cache.LocksDir)))
+	return storeOn(afero.NewOsFs(), cacheDir)
+}
+
+// storeOn opens the record store of cacheDir on fsys.
+func storeOn(fsys afero.Fs, cacheDir string) *cache.DiskStore {
+	return cache.NewDiskStore(fsys, cacheDir, cache.NewFlockLocker(filepath.Join(cacheDir, cache.LocksDir)))
 }
 
 // engine wires an engine like the catena plugin's, for gc and repair: its
@@ -167,12 +173,13 @@ func (a *app) engine() (*libchain.Engine, libchain.Request, func() error, error)
 		return nil, libchain.Request{}, nil, fmt.Errorf("opening the log of network %q: %w", conf.Name, err)
 	}
 	exec := invoke.NewExec(a.stderr)
+	fsys := fileutil.TrustedFs(afero.NewOsFs(), conf.CacheDir)
 	eng := &libchain.Engine{
-		Store:    store(conf.CacheDir),
+		Store:    storeOn(fsys, conf.CacheDir),
 		Exec:     exec,
-		Versions: libchain.NewCachedProber(exec, afero.NewOsFs(), conf.CacheDir, log),
+		Versions: libchain.NewCachedProber(exec, fsys, conf.CacheDir, log),
 		Log:      log,
-		OnOp:     events.OnOp(conf.CacheDir, log),
+		OnOp:     events.OnOp(fsys, conf.CacheDir, log),
 		Procs:    libchain.ProcScanner{},
 	}
 	req := libchain.Request{Conf: conf, Args: libchain.RuntimeArgs{Path: a.resolveCNIPath()}}

@@ -1,6 +1,7 @@
 // Package layers holds no code: its test checks that the module's imports
 // point down its layers, lowest first:
 //
+//	fileutil (trusted and durable files)
 //	cache (the record store) and deploy (the manifests)
 //	libchain and libchain/... (the engine)
 //	node/... (what the DaemonSet runs)

@@ -32,14 +32,15 @@ type layer struct {
 // layers is the table, lowest rank first. A package imports only packages
 // of its own rank or a lower one.
 var layers = []layer{
-	{name: "record store", rank: 0, prefixes: []string{"cache"}},
-	{name: "manifests", rank: 0, prefixes: []string{"deploy"}},
-	{name: "engine", rank: 1, prefixes: []string{"libchain"}},
-	{name: "node", rank: 2, prefixes: []string{"node"}},
+	{name: "files", rank: 0, prefixes: []string{"fileutil"}},
+	{name: "record store", rank: 1, prefixes: []string{"cache"}},
+	{name: "manifests", rank: 1, prefixes: []string{"deploy"}},
+	{name: "engine", rank: 2, prefixes: []string{"libchain"}},
+	{name: "node", rank: 3, prefixes: []string{"node"}},
 	// Test helpers may use the store, the engine and node/, and only tests
 	// import them (rule testOnly).
-	{name: "test helpers", rank: 2, prefixes: []string{"internal", "integration"}},
-	{name: "binaries", rank: 3, prefixes: []string{"cmd", "plugins", "tools"}},
+	{name: "test helpers", rank: 3, prefixes: []string{"internal", "integration"}},
+	{name: "binaries", rank: 4, prefixes: []string{"cmd", "plugins", "tools"}},
 }
 
 // testOnly are the prefixes of the test helpers: only tests and other test
@@ -67,7 +68,7 @@ type linkLimit struct {
 
 var linkLimits = []linkLimit{{
 	prefix:  "plugins",
-	maxRank: 1,
+	maxRank: 2,
 	banned:  []string{"k8s.io/client-go"},
 	why:     "a CNI binary links only the store and the engine, never node/ nor client-go",
 }}
@@ -280,7 +281,7 @@ func TestImportsPointDown(t *testing.T) {
 		t.Run("tags="+tags, func(t *testing.T) {
 			g := load(t, tags)
 			// go list found the module, not an empty tree
-			for _, rel := range []string{"cache", "libchain", "node/agent", "plugins/catena", "cmd/catena-agent"} {
+			for _, rel := range []string{"fileutil", "cache", "libchain", "node/agent", "plugins/catena", "cmd/catena-agent"} {
 				require.Contains(t, g.pkgs, rel)
 			}
 			for _, v := range check(g) {
@@ -312,7 +313,8 @@ func TestCheckFindsEveryBrokenRule(t *testing.T) {
 	}{{
 		name: "imports that point down",
 		pkgs: map[string]edge{
-			"cache":                  {},
+			"fileutil":               {},
+			"cache":                  {imports: []string{m + "/fileutil"}},
 			"cache/faultfs":          {imports: []string{m + "/cache"}},
 			"libchain":               {imports: []string{m + "/cache"}},
 			"libchain/invoke":        {imports: []string{m + "/libchain", m + "/cache"}},
@@ -323,25 +325,34 @@ func TestCheckFindsEveryBrokenRule(t *testing.T) {
 			"internal/retriertest":   {imports: []string{m + "/libchain", m + "/integration/fixture"}},
 			"integration/fixture":    {},
 			"libchain/libcnientry":   {imports: []string{m + "/libchain/events"}},
-			"libchain/events":        {imports: []string{m + "/cache"}},
+			"libchain/events":        {imports: []string{m + "/fileutil"}},
+			"node/nodeconf":          {imports: []string{m + "/fileutil", m + "/libchain"}},
 			"node/reconcile/fakecri": {},
 		},
 	}, {
+		name: "the files import the store",
+		pkgs: map[string]edge{"fileutil": {imports: []string{m + "/cache"}}},
+		want: []string{`fileutil imports cache: layer "files" (0) imports from the higher layer "record store" (1)`},
+	}, {
+		name: "the files import the engine",
+		pkgs: map[string]edge{"fileutil": {imports: []string{m + "/libchain/events"}}},
+		want: []string{`fileutil imports libchain/events: layer "files" (0) imports from the higher layer "engine" (2)`},
+	}, {
 		name: "the store imports the engine",
 		pkgs: map[string]edge{"cache": {imports: []string{m + "/libchain"}}},
-		want: []string{`cache imports libchain: layer "record store" (0) imports from the higher layer "engine" (1)`},
+		want: []string{`cache imports libchain: layer "record store" (1) imports from the higher layer "engine" (2)`},
 	}, {
 		name: "a store sub-package imports node",
 		pkgs: map[string]edge{"cache/faultfs": {imports: []string{m + "/node/metrics"}}},
-		want: []string{`cache/faultfs imports node/metrics: layer "record store" (0) imports from the higher layer "node" (2)`},
+		want: []string{`cache/faultfs imports node/metrics: layer "record store" (1) imports from the higher layer "node" (3)`},
 	}, {
 		name: "a new engine package imports node",
 		pkgs: map[string]edge{"libchain/events": {imports: []string{m + "/node/metrics"}}},
-		want: []string{`libchain/events imports node/metrics: layer "engine" (1) imports from the higher layer "node" (2)`},
+		want: []string{`libchain/events imports node/metrics: layer "engine" (2) imports from the higher layer "node" (3)`},
 	}, {
 		name: "node imports a command",
 		pkgs: map[string]edge{"node/adopt": {imports: []string{m + "/cmd/internal/cli"}}},
-		want: []string{`node/adopt imports cmd/internal/cli: layer "node" (2) imports from the higher layer "binaries" (3)`},
+		want: []string{`node/adopt imports cmd/internal/cli: layer "node" (3) imports from the higher layer "binaries" (4)`},
 	}, {
 		name: "the CNI binary links node through the engine",
 		pkgs: map[string]edge{"plugins/catena": {imports: []string{m + "/libchain"}, deps: []string{m + "/cache", m + "/libchain", m + "/node/metrics"}}},
@@ -362,7 +373,7 @@ func TestCheckFindsEveryBrokenRule(t *testing.T) {
 		name: "the engine imports a test helper of integration",
 		pkgs: map[string]edge{"libchain": {imports: []string{m + "/integration/fixture"}}},
 		want: []string{
-			`libchain imports integration/fixture: layer "engine" (1) imports from the higher layer "test helpers" (2)`,
+			`libchain imports integration/fixture: layer "engine" (2) imports from the higher layer "test helpers" (3)`,
 			`libchain imports integration/fixture: packages under integration/ are test helpers, imported only by tests`,
 		},
 	}, {

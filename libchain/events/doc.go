@@ -19,7 +19,7 @@
 // flock, so at most about 8 MiB is kept; a writer still holding the old
 // file appends to .1, and nothing is lost.
 //
-// Trust: the journal is reached like the records (cache.TrustedFs): no
+// Trust: the journal is reached like the records (fileutil.TrustedFs): no
 // symlink is followed, in events/ or as a file, and events/ and both
 // files must be Catena's own and writable by no other user; Append and
 // the readers refuse anything else with an error naming it, and a reader

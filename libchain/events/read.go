@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/afero"
 
-	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/fileutil"
 )
 
 // Read returns the Ops of cacheDir's journal (the rotated file first)
@@ -50,12 +50,12 @@ func readFile(fsys afero.Fs, cacheDir, path string, skipped *Skipped, use func(O
 }
 
 // openFile opens a file of cacheDir's journal for reading, as Read and
-// Tail do: through the cache's trusted walk (cache.TrustedFs: no symlink
+// Tail do: through the cache's trusted walk (fileutil.TrustedFs: no symlink
 // followed, a FIFO never blocks the open), refusing anything but a
 // regular file of Catena's own that no other user could have written. It
 // also returns the file's info.
 func openFile(fsys afero.Fs, cacheDir, path string) (afero.File, os.FileInfo, error) {
-	f, err := cache.TrustedFs(fsys, cacheDir).Open(path)
+	f, err := fileutil.TrustedFs(fsys, cacheDir).Open(path)
 	if errors.Is(err, syscall.ELOOP) {
 		return nil, nil, fmt.Errorf("is a symlink: %w", err)
 	}
@@ -67,7 +67,7 @@ func openFile(fsys afero.Fs, cacheDir, path string) (afero.File, os.FileInfo, er
 		err = fmt.Errorf("is not a regular file (%s)", fi.Mode().Type())
 	}
 	if err == nil {
-		err = cache.CheckPrivateFile(path, fi) // another user could have written it
+		err = fileutil.CheckPrivateFile(path, fi) // another user could have written it
 	}
 	if err != nil {
 		_ = f.Close()

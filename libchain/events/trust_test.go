@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/fileutil"
 )
 
 // TestEventJournalTrust: the event journal is reached like the records: a
@@ -80,7 +80,7 @@ func TestEventJournalTrust(t *testing.T) {
 				require.Error(t, err, what)
 				assert.Contains(t, err.Error(), path, what)
 				if tt.untrusted {
-					var ue *cache.UntrustedError
+					var ue *fileutil.UntrustedError
 					require.True(t, errors.As(err, &ue), "%s: %v", what, err)
 					assert.Equal(t, path, ue.Path)
 				} else {

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/afero"
 	"golang.org/x/sys/unix"
 
-	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/fileutil"
 )
 
 // The journal's files: <cacheDir>/events/events.jsonl, rotated to
@@ -37,17 +37,21 @@ func Path(cacheDir string) string {
 // Writer appends Ops to the journal of one cache dir.
 type Writer struct {
 	CacheDir string
+	// Fs is the filesystem the journal is written on: nil for the OS's.
+	// Either way it is reached through fileutil.TrustedFs rooted at
+	// CacheDir, which returns a TrustedFs of that root as it is.
+	Fs afero.Fs
 }
 
 // OnOp returns the engine's hook (libchain.Engine.OnOp) that appends each
-// operation to the journal of cacheDir; a failure to write is logged on
-// log, never returned: the journal is observability, and an operation
-// never fails for it.
-func OnOp(cacheDir string, log *slog.Logger) func(Op) {
+// operation to the journal of cacheDir on fsys (nil: the OS's); a failure
+// to write is logged on log, never returned: the journal is
+// observability, and an operation never fails for it.
+func OnOp(fsys afero.Fs, cacheDir string, log *slog.Logger) func(Op) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	j := &Writer{CacheDir: cacheDir}
+	j := &Writer{CacheDir: cacheDir, Fs: fsys}
 	return func(op Op) {
 		if err := j.Append(op); err != nil {
 			log.Warn("event journal", "error", err)
@@ -58,14 +62,18 @@ func OnOp(cacheDir string, log *slog.Logger) func(Op) {
 // Append writes op as one line of at most MaxLine bytes (encode)
 // with a single O_APPEND write, so lines of concurrent catena processes
 // never interleave. The journal is reached like the records
-// (cache.TrustedFs): events/ and the file must be Catena's own and only
+// (fileutil.TrustedFs): events/ and the file must be Catena's own and only
 // writable by it, and no symlink is followed.
 func (j *Writer) Append(op Op) error {
 	line, err := encode(op, MaxLine)
 	if err != nil {
 		return fmt.Errorf("event journal: %w", err)
 	}
-	fsys := cache.TrustedFs(afero.NewOsFs(), j.CacheDir)
+	fsys := j.Fs
+	if fsys == nil {
+		fsys = afero.NewOsFs()
+	}
+	fsys = fileutil.TrustedFs(fsys, j.CacheDir)
 	path := Path(j.CacheDir)
 	if err := fsys.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("event journal: %w", err)
@@ -88,7 +96,8 @@ func (j *Writer) Append(op Op) error {
 	return rotate(fsys, f, path)
 }
 
-// rotate renames a full journal to .1 under an exclusive flock on it, and
+// rotate renames a full journal to .1, durably (fileutil.RenameDurable
+// fsyncs events/), under an exclusive flock on it, and
 // only if path still names that file, so that two processes racing to rotate
 // rename once. A writer that still holds the old file appends to .1: nothing
 // is lost.
@@ -113,7 +122,7 @@ func rotate(fsys afero.Fs, f afero.File, path string) error {
 	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || st.Ino != fdSt.Ino || st.Dev != fdSt.Dev {
 		return nil // already rotated
 	}
-	if err := fsys.Rename(path, path+".1"); err != nil {
+	if err := fileutil.RenameDurable(fsys, path, path+".1"); err != nil {
 		return fmt.Errorf("event journal: rotate %s: %w", path, err)
 	}
 	return nil
@@ -125,5 +134,5 @@ func checkJournal(f afero.File, path string) (os.FileInfo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stat %s: %w", path, err)
 	}
-	return fi, cache.CheckPrivateFile(path, fi)
+	return fi, fileutil.CheckPrivateFile(path, fi)
 }

@@ -9,27 +9,46 @@ import (
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/catena-cni/catena/fileutil"
 )
 
 // TestAppendRead: Append writes operations that Read gives back from
-// their start on, in a file only Catena can read.
+// their start on, in a file only Catena can read, on the filesystem it is
+// given: none (the OS's), the TrustedFs a catena process builds once for
+// its cache dir, or the tests' in-memory one.
 func TestAppendRead(t *testing.T) {
-	dir := t.TempDir()
-	j := &Writer{CacheDir: dir}
-	t0 := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	for i := range 3 {
-		require.NoError(t, j.Append(Op{Verb: "ADD", Attachment: "n/c/eth0", Start: t0.Add(time.Duration(i) * time.Minute), Outcome: "ok",
-			Calls: []OpCall{{Index: 0, Type: "bridge", Verb: "ADD", Duration: time.Millisecond}}}))
+	tests := []struct {
+		name string
+		fs   func(dir string) (write, read afero.Fs) // what the Writer is given, what Read reads
+	}{
+		{"the OS's", func(string) (afero.Fs, afero.Fs) { return nil, afero.NewOsFs() }},
+		{"a TrustedFs", func(dir string) (afero.Fs, afero.Fs) {
+			return fileutil.TrustedFs(afero.NewOsFs(), dir), afero.NewOsFs()
+		}},
+		{"in memory", func(string) (afero.Fs, afero.Fs) { m := afero.NewMemMapFs(); return m, m }},
 	}
-	ops, skipped, err := Read(afero.NewOsFs(), dir, t0.Add(time.Minute))
-	require.NoError(t, err)
-	assert.Zero(t, skipped)
-	require.Len(t, ops, 2)
-	assert.Equal(t, "bridge", ops[0].Calls[0].Type)
-	assert.Equal(t, time.Millisecond, ops[0].Calls[0].Duration)
-	fi, err := afero.NewOsFs().Stat(Path(dir))
-	require.NoError(t, err)
-	assert.Equal(t, "-rw-------", fi.Mode().Perm().String())
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			write, read := tt.fs(dir)
+			j := &Writer{CacheDir: dir, Fs: write}
+			t0 := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+			for i := range 3 {
+				require.NoError(t, j.Append(Op{Verb: "ADD", Attachment: "n/c/eth0", Start: t0.Add(time.Duration(i) * time.Minute), Outcome: "ok",
+					Calls: []OpCall{{Index: 0, Type: "bridge", Verb: "ADD", Duration: time.Millisecond}}}))
+			}
+			ops, skipped, err := Read(read, dir, t0.Add(time.Minute))
+			require.NoError(t, err)
+			assert.Zero(t, skipped)
+			require.Len(t, ops, 2)
+			assert.Equal(t, "bridge", ops[0].Calls[0].Type)
+			assert.Equal(t, time.Millisecond, ops[0].Calls[0].Duration)
+			fi, err := read.Stat(Path(dir))
+			require.NoError(t, err)
+			assert.Equal(t, "-rw-------", fi.Mode().Perm().String())
+		})
+	}
 }
 
 // TestAppendRotates: the journal rotates to .1 once full, and Read

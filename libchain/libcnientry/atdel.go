@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/fileutil"
 	"github.com/catena-cni/catena/libchain"
 )
 
@@ -52,7 +53,7 @@ var _ libchain.OrphanFinder = (*AtDel)(nil)
 
 // NewAtDel returns an AtDel on the libcni results dir resultsDir, which
 // must be absolute, read through fsys (nil: the OS filesystem, under
-// cache.TrustedFs's checks); log nil discards.
+// fileutil.TrustedFs's checks); log nil discards.
 func NewAtDel(resultsDir string, fsys afero.Fs, log *slog.Logger) (*AtDel, error) {
 	if !filepath.IsAbs(resultsDir) {
 		return nil, fmt.Errorf("adopt: the libcni results dir %q is not an absolute path", resultsDir)
@@ -64,7 +65,7 @@ func NewAtDel(resultsDir string, fsys afero.Fs, log *slog.Logger) (*AtDel, error
 		log = slog.New(slog.DiscardHandler)
 	}
 	dir := filepath.Clean(resultsDir)
-	return &AtDel{dir: dir, fs: cache.TrustedFs(fsys, dir), log: log}, nil
+	return &AtDel{dir: dir, fs: fileutil.TrustedFs(fsys, dir), log: log}, nil
 }
 
 // entryName is the name libcni gives key's cache entry; it never leaves
@@ -89,16 +90,16 @@ func (d *AtDel) FindOrphan(key cache.Key) (*libchain.Orphan, error) {
 		return nil, err
 	}
 	path := filepath.Join(d.dir, name)
-	fi, err := cache.Lstat(d.fs, path)
+	fi, err := fileutil.Lstat(d.fs, path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, nil // also a missing results dir
-	case errors.Is(err, cache.ErrUntrusted):
+	case errors.Is(err, fileutil.ErrUntrusted):
 		return nil, d.refuse(key, path, err)
 	case err != nil:
 		return nil, fmt.Errorf("libcni cache entry %s: %w", path, err)
 	}
-	if err := Vet(path, fi); errors.Is(err, cache.ErrUntrusted) {
+	if err := Vet(path, fi); errors.Is(err, fileutil.ErrUntrusted) {
 		return nil, d.refuse(key, path, err)
 	} else if err != nil {
 		return nil, d.skip(key, path, err)
@@ -107,7 +108,7 @@ func (d *AtDel) FindOrphan(key cache.Key) (*libchain.Orphan, error) {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, nil
-	case errors.Is(err, cache.ErrUntrusted):
+	case errors.Is(err, fileutil.ErrUntrusted):
 		return nil, d.refuse(key, path, err)
 	case err != nil:
 		// It passed the lstat's checks: an I/O error, or a file swapped
@@ -143,7 +144,7 @@ func recordOf(key cache.Key, name string, data []byte, fi os.FileInfo, dirPlugin
 // settle removes the entry once its attachment is torn down, if it is
 // still the version read, durably.
 func (d *AtDel) settle(path string, read FileID) error {
-	fi, err := cache.Lstat(d.fs, path)
+	fi, err := fileutil.Lstat(d.fs, path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
@@ -155,7 +156,7 @@ func (d *AtDel) settle(path string, read FileID) error {
 	if err := d.fs.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("removing the libcni cache entry %s: %w", path, err)
 	}
-	if err := cache.SyncDir(d.fs, d.dir); err != nil {
+	if err := fileutil.SyncDir(d.fs, d.dir); err != nil {
 		return fmt.Errorf("removing the libcni cache entry %s: %w", path, err)
 	}
 	return nil

@@ -13,8 +13,7 @@ import (
 	"github.com/containernetworking/cni/libcni"
 	"github.com/spf13/afero"
 
-	"github.com/catena-cni/catena/cache"
-	"github.com/catena-cni/catena/libchain"
+	"github.com/catena-cni/catena/fileutil"
 )
 
 // MaxSize bounds what is read of one cache entry: a larger file is not
@@ -60,14 +59,14 @@ func IDOf(fi os.FileInfo) FileID {
 }
 
 // Vet checks fi, an lstat of the entry at path, before the entry is read:
-// an error wrapping cache.ErrUntrusted when another user could have
+// an error wrapping fileutil.ErrUntrusted when another user could have
 // written it (the entry is refused), another error when it is not a
 // regular file of at most MaxSize bytes (skipped), nil when it may be read.
 func Vet(path string, fi os.FileInfo) error {
 	if why := checkEntryInfo(fi); why != "" {
 		return errors.New(why)
 	}
-	return cache.CheckPrivateFile(path, fi)
+	return fileutil.CheckPrivateFile(path, fi)
 }
 
 // checkEntryInfo refuses anything but a regular file of bounded size; the
@@ -87,14 +86,14 @@ func checkEntryInfo(fi os.FileInfo) string {
 	return ""
 }
 
-// Read reads the entry at path through fsys (a cache.TrustedFs on the real
+// Read reads the entry at path through fsys (a fileutil.TrustedFs on the real
 // disk), at most MaxSize bytes of a regular file, without following a
 // symlink swapped in after the listing or blocking on a FIFO, and returns
 // them with the identity of what was read (its fstat). A file another user
-// could have written is an error wrapping cache.ErrUntrusted; a file gone
+// could have written is an error wrapping fileutil.ErrUntrusted; a file gone
 // since the listing one wrapping fs.ErrNotExist.
 func Read(fsys afero.Fs, path string) ([]byte, FileID, error) {
-	f, _, err := libchain.OpenRegular(fsys, path, MaxSize, true)
+	f, _, err := fileutil.OpenRegular(fsys, path, MaxSize, true)
 	if err != nil {
 		return nil, FileID{}, err
 	}
@@ -104,7 +103,7 @@ func Read(fsys afero.Fs, path string) ([]byte, FileID, error) {
 		return nil, FileID{}, fmt.Errorf("stat %s: %w", path, err)
 	}
 	id := IDOf(fi)
-	if err := cache.CheckPrivateFile(path, fi); err != nil {
+	if err := fileutil.CheckPrivateFile(path, fi); err != nil {
 		return nil, id, err
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxSize+1))

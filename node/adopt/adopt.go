@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/fileutil"
 	"github.com/catena-cni/catena/libchain"
 	"github.com/catena-cni/catena/libchain/libcnientry"
 )
@@ -82,7 +83,7 @@ type Report struct {
 // and drops the record it wrote (confirm).
 //
 // Trust: on the real disk the results dir is read as Catena reads its own
-// cache dir (cache.TrustedFs): the dir must be owned by Catena's euid and
+// cache dir (fileutil.TrustedFs): the dir must be owned by Catena's euid and
 // not writable by group or others, and is never reached through a symlink
 // (an untrusted dir fails the pass: nothing in it is adopted); each entry
 // must be a regular file of Catena's euid, not writable by group or others,
@@ -119,7 +120,7 @@ func New(opts Options) (*Adopter, error) {
 		opts.Logger = slog.Default()
 	}
 	opts.ResultsDir = filepath.Clean(opts.ResultsDir)
-	return &Adopter{opts: opts, fs: cache.TrustedFs(opts.FS, opts.ResultsDir)}, nil
+	return &Adopter{opts: opts, fs: fileutil.TrustedFs(opts.FS, opts.ResultsDir)}, nil
 }
 
 // Adopt is one pass of a new Adopter on opts.ConfList's network.
@@ -216,7 +217,7 @@ func (p *pass) adoptOne(ctx context.Context, c candidate) error {
 	path := filepath.Join(p.opts.ResultsDir, c.name)
 	data, id, err := libcnientry.Read(p.fs, path)
 	switch {
-	case errors.Is(err, cache.ErrUntrusted):
+	case errors.Is(err, fileutil.ErrUntrusted):
 		p.settle(c.name, id)
 		p.refuse(c.name, err)
 		return nil

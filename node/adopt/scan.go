@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/afero"
 
-	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/fileutil"
 	"github.com/catena-cni/catena/libchain/libcnientry"
 )
 
@@ -53,7 +53,7 @@ func (p *pass) scan() ([]candidate, error) {
 		}
 		if err := libcnientry.Vet(filepath.Join(dir, name), fi); err != nil {
 			p.settle(name, id)
-			if errors.Is(err, cache.ErrUntrusted) {
+			if errors.Is(err, fileutil.ErrUntrusted) {
 				p.refuse(name, err)
 			} else {
 				p.skip(name, err, false)

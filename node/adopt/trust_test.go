@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/fileutil"
 	"github.com/catena-cni/catena/internal/libcnitest"
 )
 
@@ -27,7 +28,7 @@ func TestAdoptRefusesUntrustedResultsDir(t *testing.T) {
 
 	rep, err := w.adopt(t, libcnitest.PrimaryConf)
 	require.Error(t, err, "adopted %d from a 0777 dir", rep.Adopted)
-	require.ErrorIs(t, err, cache.ErrUntrusted)
+	require.ErrorIs(t, err, fileutil.ErrUntrusted)
 	assert.Contains(t, err.Error(), w.ResultsDir())
 	assert.Contains(t, err.Error(), "writable by group or others")
 	assert.Zero(t, rep.Adopted)

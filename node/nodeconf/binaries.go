@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/catena-cni/catena/libchain"
+	"github.com/catena-cni/catena/fileutil"
 )
 
 // Binaries are the executables catena-agent installs into the CNI bin dir.
@@ -35,10 +35,10 @@ func (i *Installer) InstallBinaries(srcDir, binDir string, names []string) ([]st
 
 // installBinary makes dst hold src's content, mode 0755, if it does not.
 func (i *Installer) installBinary(src, dst string) (bool, error) {
-	f, size, err := libchain.OpenRegular(i.Fs, src, maxBinarySize, false)
+	f, size, err := fileutil.OpenRegular(i.Fs, src, maxBinarySize, false)
 	if err != nil {
 		return false, err
 	}
 	defer func() { _ = f.Close() }()
-	return replaceAtomic(i.Fs, dst, f, size, 0o755)
+	return replaceIfChanged(i.Fs, dst, f, size, 0o755)
 }

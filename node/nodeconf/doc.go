@@ -16,7 +16,7 @@
 //	wrap.go             Wrap and CatenaOptions: the generated conflist, the primary's plugins as Catena's delegates
 //	generated.go        Generated: the key that says catena-agent generated a file, and from which primary
 //	mode.go             the generated file's mode: at most the primary's
-//	atomic.go           WriteFileAtomic: temp file in the same dir, fsync, rename, fsync of the dir
+//	ifchanged.go        writeIfChanged: fileutil's atomic write, only when the content or the mode differs
 //	binaries.go         InstallBinaries: catena and catenactl copied into the CNI bin dir
 //	inplace.go          what a pass does once the generated file is in place: files of an earlier --conf-name retired, adoption
 //	adoptpass.go        adoption run on every pass with the file in place (Adopter)

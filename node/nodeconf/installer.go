@@ -213,7 +213,7 @@ func (i *Installer) sync(ctx context.Context, hold error) (Status, error) {
 				return st, fmt.Errorf("adopting the attachments of network %q before wrapping %s: %w", p.List.Name, p.File, err)
 			}
 		}
-		if st.Wrote, err = WriteFileAtomic(i.Fs, path, out, perm); err != nil {
+		if st.Wrote, err = writeIfChanged(i.Fs, path, out, perm); err != nil {
 			return st, writeError(path, p.File, err)
 		}
 		i.Log.Info("wrote the generated conflist", "file", path, "primary", p.File, "sha256", p.SHA256, "network", p.List.Name,

@@ -13,7 +13,7 @@ import (
 	"github.com/containernetworking/cni/libcni"
 	"github.com/spf13/afero"
 
-	"github.com/catena-cni/catena/libchain"
+	"github.com/catena-cni/catena/fileutil"
 )
 
 // maxConfSize bounds what is read of a network config file.
@@ -148,7 +148,7 @@ func ParsePrimary(name string, data []byte) (*Primary, error) {
 // readRegular reads a regular file of at most limit bytes, following a
 // symlink as the runtime does, never blocking on a FIFO.
 func readRegular(fsys afero.Fs, path string, limit int64) ([]byte, error) {
-	return libchain.ReadSmallFile(fsys, path, limit, false)
+	return fileutil.ReadSmallFile(fsys, path, limit, false)
 }
 
 // confListFromConf is a single plugin's config as a list of one, as libcni

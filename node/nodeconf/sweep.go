@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/spf13/afero"
+
+	"github.com/catena-cni/catena/fileutil"
 )
 
 // staleTempAge is how old a temp file of Catena's names must be before it
@@ -19,7 +21,8 @@ import (
 // seconds, and never keeps a temp file between passes.
 const staleTempAge = 2 * time.Minute
 
-// tempName matches replaceAtomic's temp names: ".<name>.<16 hex>.tmp".
+// tempName matches the temp names of fileutil's atomic writes
+// (fileutil.TempName): ".<name>.<16 hex>.tmp".
 var tempName = regexp.MustCompile(`^\.(.+)\.[0-9a-f]{16}\.tmp$`)
 
 // SweepTemp removes the temp files an agent killed mid-write left (a
@@ -60,7 +63,7 @@ func sweepDir(fsys afero.Fs, dir string, names []string, now time.Time) ([]strin
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
-		if _, err := RemoveDurable(fsys, p); err != nil {
+		if _, err := fileutil.RemoveDurable(fsys, p); err != nil {
 			errs = append(errs, err)
 			continue
 		}

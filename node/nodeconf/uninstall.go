@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/afero"
+
+	"github.com/catena-cni/catena/fileutil"
 )
 
 // ErrNotOurs: the file at the generated file's name is not catena-agent's.
@@ -36,7 +38,7 @@ func Uninstall(fsys afero.Fs, confDir, confName, binDir string) (Uninstalled, er
 		if _, ok := ReadGenerated(data); !ok {
 			return u, fmt.Errorf("%s: %w", path, ErrNotOurs)
 		}
-		if _, err := RemoveDurable(fsys, path); err != nil {
+		if _, err := fileutil.RemoveDurable(fsys, path); err != nil {
 			return u, err
 		}
 		u.Conf = path
@@ -46,7 +48,7 @@ func Uninstall(fsys afero.Fs, confDir, confName, binDir string) (Uninstalled, er
 	}
 	for _, name := range Binaries {
 		p := filepath.Join(binDir, name)
-		removed, err := RemoveDurable(fsys, p)
+		removed, err := fileutil.RemoveDurable(fsys, p)
 		if err != nil {
 			return u, err
 		}

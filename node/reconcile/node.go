@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/fileutil"
 	"github.com/catena-cni/catena/libchain"
 	"github.com/catena-cni/catena/libchain/events"
 	"github.com/catena-cni/catena/libchain/invoke"
@@ -48,20 +49,23 @@ func NewNode(c NodeConfig) (*Reconciler, *CRILister, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	store := cache.NewDiskStore(afero.NewOsFs(), c.CacheDir, cache.NewFlockLocker(filepath.Join(c.CacheDir, cache.LocksDir)))
+	// One trusted filesystem of the cache dir for the store, the marks,
+	// the version cache and the event journal.
+	fsys := fileutil.TrustedFs(afero.NewOsFs(), c.CacheDir)
+	store := cache.NewDiskStore(fsys, c.CacheDir, cache.NewFlockLocker(filepath.Join(c.CacheDir, cache.LocksDir)))
 	exec := invoke.NewExec(c.DelegateStderr)
 	eng := &libchain.Engine{
 		Store:    store,
 		Exec:     exec,
-		Versions: libchain.NewCachedProber(exec, afero.NewOsFs(), c.CacheDir, log),
+		Versions: libchain.NewCachedProber(exec, fsys, c.CacheDir, log),
 		Log:      log,
-		OnOp:     events.OnOp(c.CacheDir, log),
+		OnOp:     events.OnOp(fsys, c.CacheDir, log),
 	}
 	bo := c.Backoff
 	if bo == nil {
 		bo = IndexBackoff{Notes: store}
 	}
-	r := &Reconciler{Store: store, Marks: cache.NewDiskMarks(afero.NewOsFs(), c.CacheDir), Runtime: lister,
+	r := &Reconciler{Store: store, Marks: cache.NewDiskMarks(fsys, c.CacheDir), Runtime: lister,
 		NetNS: ProcNetNS{}, Engine: eng, Backoff: bo, Observer: c.Observer, Log: log, Opts: c.Options, RetrierDir: c.CacheDir}
 	return r, lister, nil
 }

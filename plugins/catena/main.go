@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/fileutil"
 	"github.com/catena-cni/catena/libchain"
 	"github.com/catena-cni/catena/libchain/events"
 	"github.com/catena-cni/catena/libchain/invoke"
@@ -97,12 +98,15 @@ func newEngine(conf *libchain.NetConf) (*libchain.Engine, func(), error) {
 		return nil, nil, err
 	}
 	exec := invoke.NewExec(os.Stderr)
+	// One trusted filesystem of the cache dir for the store, the version
+	// cache and the event journal.
+	fsys := fileutil.TrustedFs(afero.NewOsFs(), conf.CacheDir)
 	eng := &libchain.Engine{
-		Store:    cache.NewDiskStore(afero.NewOsFs(), conf.CacheDir, cache.NewFlockLocker(filepath.Join(conf.CacheDir, cache.LocksDir))),
+		Store:    cache.NewDiskStore(fsys, conf.CacheDir, cache.NewFlockLocker(filepath.Join(conf.CacheDir, cache.LocksDir))),
 		Exec:     exec,
-		Versions: libchain.NewCachedProber(exec, afero.NewOsFs(), conf.CacheDir, log),
+		Versions: libchain.NewCachedProber(exec, fsys, conf.CacheDir, log),
 		Log:      log,
-		OnOp:     events.OnOp(conf.CacheDir, log),
+		OnOp:     events.OnOp(fsys, conf.CacheDir, log),
 		Procs:    libchain.ProcScanner{},
 		// a DEL with no record passes CNI_NETNS only on this proof
 		NetNSHolds: libchain.NetNSHolds,

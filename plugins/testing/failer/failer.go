@@ -14,6 +14,9 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	"github.com/containernetworking/cni/pkg/types/create"
 	"github.com/containernetworking/cni/pkg/version"
+	"github.com/spf13/afero"
+
+	"github.com/catena-cni/catena/fileutil"
 )
 
 const (
@@ -304,48 +307,15 @@ func waitForFile(path string, timeout time.Duration) error {
 	}
 }
 
-// writeState writes data to path atomically and durably: a temp file in the
-// same directory, fsynced, renamed over path, then the directory fsynced.
+// writeState writes data to path, a file of dir, atomically and durably
+// (fileutil's atomic write: a temp file in the same directory, fsynced,
+// renamed over path, then the directory fsynced).
 func writeState(dir, path string, data []byte) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("failer: create stateDir: %w", err)
 	}
-	tmp, err := os.CreateTemp(dir, ".failer-*.tmp")
-	if err != nil {
-		return fmt.Errorf("failer: create state temp file: %w", err)
-	}
-	tmpName := tmp.Name()
-	defer func() {
-		if tmpName != "" {
-			_ = os.Remove(tmpName)
-		}
-	}()
-	if _, err := tmp.Write(data); err != nil {
-		_ = tmp.Close()
+	if err := fileutil.WriteFileAtomic(afero.NewOsFs(), path, data, 0o600); err != nil {
 		return fmt.Errorf("failer: write state: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		_ = tmp.Close()
-		return fmt.Errorf("failer: sync state: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("failer: close state: %w", err)
-	}
-	if err := os.Rename(tmpName, path); err != nil {
-		return fmt.Errorf("failer: rename state: %w", err)
-	}
-	tmpName = ""
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("failer: open stateDir: %w", err)
-	}
-	defer func() { _ = d.Close() }()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("failer: sync stateDir: %w", err)
 	}
 	return nil
 }

@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestWriteFileAtomic: content and mode as asked, no temp file left, and a
+// TestWriteIfChanged: content and mode as asked, no temp file left, and a
 // second write of the same content does nothing.
-func TestWriteFileAtomic(t *testing.T) {
+func TestWriteIfChanged(t *testing.T) {
 	dir := t.TempDir()
 	fsys := afero.NewOsFs()
 	path := filepath.Join(dir, "00-catena.conflist")
@@ -30,7 +30,7 @@ func TestWriteFileAtomic(t *testing.T) {
 		{"", 0o600, true},
 		{"", 0o600, false},
 	} {
-		wrote, err := WriteFileAtomic(fsys, path, []byte(tc.data), tc.perm)
+		wrote, err := writeIfChanged(fsys, path, []byte(tc.data), tc.perm)
 		require.NoError(t, err)
 		assert.Equal(t, tc.wantWrote, wrote, "%q %v", tc.data, tc.perm)
 		got, err := os.ReadFile(path)

@@ -1,4 +1,4 @@
-package cache
+package fileutil
 
 import (
 	"errors"
@@ -12,19 +12,20 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// walkFs is the real disk as the store sees it: an afero.Fs rooted at the
-// cache dir in which every operation reaches its entry by the openat walk
-// (walk.go) and acts on it with an *at call that never follows a symlink.
-// So the store keeps one code path on afero: on afero.MemMapFs and the
-// fault-injecting filesystems of the tests (no owners, no symlinks) its own
-// lstat checks apply, and on the real disk this type adds the owner and
-// mode checks of every directory on the way and refuses every symlink.
+// walkFs is the real disk as a trusted tree's users see it: an afero.Fs
+// rooted at the tree's root (the cache dir, the libcni results dir) in
+// which every operation reaches its entry by the openat walk (walk.go) and
+// acts on it with an *at call that never follows a symlink. So its users
+// keep one code path on afero: on afero.MemMapFs and the fault-injecting
+// filesystems of the tests (no owners, no symlinks) their own lstat checks
+// apply, and on the real disk this type adds the owner and mode checks of
+// every directory on the way and refuses every symlink.
 //
 // Every directory walkFs opens, as a step or as the entry itself, must be
-// trusted (checkTrustedDir); regular files are the caller's to check (the
+// trusted (CheckTrustedDir); regular files are the caller's to check (the
 // store refuses a record owned by another uid). Paths outside the root are
-// passed to the OS unchanged: only mkdirAllDurable reaches them, to create
-// the cache dir's parents. Stat never follows a symlink (it is Lstat), and
+// passed to the OS unchanged: only MkdirAllDurable reaches them, to create
+// the root's parents. Stat never follows a symlink (it is Lstat), and
 // RemoveAll, Chmod, Chown and Chtimes are not supported.
 type walkFs struct {
 	root string
@@ -38,16 +39,28 @@ var (
 // TrustedFs returns the filesystem through which Catena reads and writes
 // under root: on the real disk (an *afero.OsFs) one that walks every path
 // with openat, checks the owner and mode of every directory and never
-// follows a symlink; any other filesystem (tests') unchanged.
+// follows a symlink; any other filesystem (tests') unchanged. A TrustedFs
+// of the same root is returned as it is, and one of another root gives
+// the TrustedFs of root, so that a process builds one for a tree and
+// hands it to every user of the tree, whose constructors may call
+// TrustedFs again.
 func TrustedFs(fsys afero.Fs, root string) afero.Fs {
-	if _, ok := fsys.(*afero.OsFs); ok {
-		return &walkFs{root: filepath.Clean(root)}
+	root = filepath.Clean(root)
+	switch f := fsys.(type) {
+	case *walkFs:
+		if f.root == root {
+			return f
+		}
+		return &walkFs{root: root}
+	case *afero.OsFs:
+		return &walkFs{root: root}
 	}
 	return fsys
 }
 
-// isRealDisk reports whether fsys passes open flags to the kernel.
-func isRealDisk(fsys afero.Fs) bool {
+// IsRealDisk reports whether fsys passes open flags to the kernel: the OS
+// filesystem, or a TrustedFs over it.
+func IsRealDisk(fsys afero.Fs) bool {
 	switch fsys.(type) {
 	case *afero.OsFs, *walkFs:
 		return true
@@ -74,7 +87,7 @@ func (w *walkFs) where(name string) (dir, leaf string, inside bool) {
 // at walks to name's directory and calls fn with its fd and the entry.
 func (w *walkFs) at(name string, fn func(dirfd int, leaf string) error) error {
 	dir, leaf, _ := w.where(name)
-	fd, err := walkDir(w.root, dir, false)
+	fd, err := WalkDir(w.root, dir, false)
 	if err != nil {
 		return err
 	}
@@ -94,7 +107,7 @@ func (w *walkFs) Name() string { return "catena-openat" }
 
 // Create implements afero.Fs.
 func (w *walkFs) Create(name string) (afero.File, error) {
-	return w.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, filePerm)
+	return w.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, FilePerm)
 }
 
 // Open implements afero.Fs.
@@ -113,18 +126,18 @@ func (w *walkFs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, 
 		return os.OpenFile(name, flag, perm)
 	}
 	if leaf == "" {
-		fd, err := walkDir(w.root, "", false)
+		fd, err := WalkDir(w.root, "", false)
 		if err != nil {
 			return nil, err
 		}
 		return os.NewFile(uintptr(fd), name), nil
 	}
-	fd, err := walkDir(w.root, dir, false)
+	fd, err := WalkDir(w.root, dir, false)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = unix.Close(fd) }()
-	f, err := openat(fd, leaf, flag|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, uint32(perm.Perm()))
+	f, err := Openat(fd, leaf, flag|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, uint32(perm.Perm()))
 	if err != nil {
 		return nil, pathErr("open", name, err)
 	}
@@ -134,9 +147,9 @@ func (w *walkFs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, 
 			return nil, pathErr("chmod", name, err)
 		}
 	}
-	fi, err := fstatInfo(f, leaf)
+	fi, err := FstatInfo(f, leaf)
 	if err == nil && fi.IsDir() {
-		err = checkTrustedDir(name, fi)
+		err = CheckTrustedDir(name, fi)
 	}
 	if err != nil {
 		_ = unix.Close(f)
@@ -161,7 +174,7 @@ func (w *walkFs) Mkdir(name string, perm os.FileMode) error {
 		if err := mkdirat(dirfd, leaf, uint32(perm.Perm())); err != nil {
 			return pathErr("mkdir", name, err)
 		}
-		fd, err := openat(dirfd, leaf, dirOpenFlags, 0)
+		fd, err := Openat(dirfd, leaf, dirOpenFlags, 0)
 		if err != nil {
 			return pathErr("open", name, err)
 		}
@@ -180,7 +193,7 @@ func (w *walkFs) MkdirAll(name string, perm os.FileMode) error {
 	if r, err := filepath.Rel(w.root, filepath.Clean(name)); err == nil && r != "." {
 		rel = r
 	}
-	fd, err := walkDir(w.root, rel, true)
+	fd, err := WalkDir(w.root, rel, true)
 	if err != nil {
 		return err
 	}
@@ -202,7 +215,7 @@ func (w *walkFs) Remove(name string) error {
 	})
 }
 
-// RemoveAll is not supported: the store never removes a tree.
+// RemoveAll is not supported: no user of a trusted tree removes a subtree.
 func (w *walkFs) RemoveAll(name string) error {
 	return pathErr("removeall", name, errors.ErrUnsupported)
 }

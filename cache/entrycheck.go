@@ -6,43 +6,25 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"syscall"
 
 	"github.com/spf13/afero"
+
+	"github.com/catena-cni/catena/fileutil"
 )
 
-// Lstat stats name without following a final symlink where the filesystem
-// can (afero.Lstater); filesystems without symlinks fall back to Stat.
-func Lstat(fsys afero.Fs, name string) (os.FileInfo, error) {
-	if l, ok := fsys.(afero.Lstater); ok {
-		fi, _, err := l.LstatIfPossible(name)
-		return fi, err
-	}
-	return fsys.Stat(name)
-}
-
-// openReadNoFollow opens name for reading. On the real filesystem it adds
-// O_NOFOLLOW (a symlink swapped in after the lstat fails with ELOOP) and
-// O_NONBLOCK (a FIFO swapped in does not block the open); afero.OsFs passes
-// flags through to os.OpenFile. Other filesystems get plain O_RDONLY, as
-// MemMapFs treats any other flag as a request for a writable handle.
-func openReadNoFollow(fsys afero.Fs, name string) (afero.File, error) {
-	if isRealDisk(fsys) {
-		return fsys.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	}
-	return fsys.OpenFile(name, os.O_RDONLY, 0)
-}
-
-// isSymlinkLoop reports whether err is the ELOOP of an O_NOFOLLOW open.
-func isSymlinkLoop(err error) bool {
-	return errors.Is(err, syscall.ELOOP)
-}
+// The modes of what the store creates and the extension of its temp
+// files: fileutil's, whose durable writes create them.
+const (
+	dirPerm  = fileutil.DirPerm
+	filePerm = fileutil.FilePerm
+	tmpExt   = fileutil.TempExt
+)
 
 // checkRecordEntry refuses a record owned by another user
 // (*UntrustedError) and, wrapping ErrCorrupt, anything checkRecordInfo
 // refuses.
 func checkRecordEntry(path string, fi os.FileInfo) error {
-	if err := checkOwned(path, fi); err != nil {
+	if err := fileutil.CheckOwned(path, fi); err != nil {
 		return err
 	}
 	if err := checkRecordInfo(fi); err != nil {
@@ -86,7 +68,7 @@ func checkDirInfo(fi os.FileInfo) error {
 // a non-regular file, one open to group or others, or one over max bytes is
 // refused.
 func readBounded(fsys afero.Fs, path string, max int) ([]byte, error) {
-	f, err := openReadNoFollow(fsys, path)
+	f, err := fileutil.OpenReadNoFollow(fsys, path)
 	if err != nil {
 		return nil, err
 	}

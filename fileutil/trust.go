@@ -1,4 +1,4 @@
-package cache
+package fileutil
 
 import (
 	"errors"
@@ -10,25 +10,26 @@ import (
 	"syscall"
 )
 
-// Trust: Catena acts on a record only if nobody but its own user could have
-// written it. Every directory of the cache dir (the cache dir itself,
+// Trust: Catena acts on a file only if nobody but its own user could have
+// written it. Every directory of a trusted tree (the cache dir itself,
 // records/, records/<network>/, locks/..., pending/..., events/,
-// quarantine/) and every file Catena reads back (records, lock files, the
-// event journal) must be owned by Catena's effective uid and not writable by
-// group or others, and no symlink is ever followed under the cache dir.
-// Anything else is an *UntrustedError, wrapping ErrUntrusted: the
-// operation stops, acting on no record, and the error names the path, its
-// owner and mode, and the fix.
+// quarantine/; the libcni results dir) and every file Catena reads back
+// (records, lock files, the event journal, libcni cache entries) must be
+// owned by Catena's effective uid and not writable by group or others, and
+// no symlink is ever followed under the tree's root. Anything else is an
+// *UntrustedError, wrapping ErrUntrusted: the operation stops, acting on no
+// record, and the error names the path, its owner and mode, and the fix.
 //
 // The checks need an owner, so they apply to what the real disk reports
 // (a FileInfo whose Sys() is a *syscall.Stat_t); afero.MemMapFs and the
 // fault-injecting filesystems of the tests have no owners and pass.
 
-// ErrUntrusted: an entry of the cache dir could have been written by
-// another user, or is a symlink where a directory must be.
+// ErrUntrusted: an entry of a trusted tree could have been written by
+// another user, or is a symlink where a directory must be. Its text, and
+// UntrustedError's, speak of the cache dir, the tree most of them are in.
 var ErrUntrusted = errors.New("untrusted entry in the cache dir")
 
-// UntrustedError says which entry of the cache dir is not trusted, and why.
+// UntrustedError says which entry of a trusted tree is not trusted, and why.
 type UntrustedError struct {
 	Path string
 	// UID and Mode are the entry's owner and permission bits; UID is -1
@@ -89,9 +90,9 @@ func ownerOf(fi os.FileInfo) (uint32, bool) {
 	return st.Uid, true
 }
 
-// checkOwned refuses an entry owned by another uid than Catena's. Entries
+// CheckOwned refuses an entry owned by another uid than Catena's. Entries
 // without an owner (in-memory filesystems) pass.
-func checkOwned(path string, fi os.FileInfo) error {
+func CheckOwned(path string, fi os.FileInfo) error {
 	uid, ok := ownerOf(fi)
 	if !ok || int(uid) == euid() {
 		return nil
@@ -100,11 +101,11 @@ func checkOwned(path string, fi os.FileInfo) error {
 		Why: fmt.Sprintf("is owned by uid %d, not catena's uid %d", uid, euid())}
 }
 
-// checkTrustedDir refuses a directory of the cache dir that another user
+// CheckTrustedDir refuses a directory of a trusted tree that another user
 // could write: owned by another uid, writable by group or others, or not a
 // directory at all (a symlink is never followed).
-func checkTrustedDir(path string, fi os.FileInfo) error {
-	if err := checkOwned(path, fi); err != nil {
+func CheckTrustedDir(path string, fi os.FileInfo) error {
+	if err := CheckOwned(path, fi); err != nil {
 		return err
 	}
 	uid, _ := ownerOf(fi)
@@ -125,11 +126,11 @@ func checkTrustedDir(path string, fi os.FileInfo) error {
 	return e
 }
 
-// CheckPrivateFile refuses (*UntrustedError) a file Catena reads back (a lock file, the
-// event journal) that is not a regular file of its own that only it can
-// write.
+// CheckPrivateFile refuses (*UntrustedError) a file Catena reads back (a
+// lock file, the event journal, a libcni cache entry) that is not a
+// regular file of its own that only it can write.
 func CheckPrivateFile(path string, fi os.FileInfo) error {
-	if err := checkOwned(path, fi); err != nil {
+	if err := CheckOwned(path, fi); err != nil {
 		return err
 	}
 	uid, real := ownerOf(fi)

@@ -1,4 +1,4 @@
-package cache
+package fileutil
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// syncFile flushes f to disk: its data and the size it implies
+// SyncFile flushes f to disk: its data and the size it implies
 // (fdatasync) when dataOnly, else everything (fsync).
 //
 // In a process of one P (catena: plugins/catena/runtime.go) a real file is
@@ -20,7 +20,7 @@ import (
 // same nanosleeps; libchain/invoke/spawn.go). Nothing else could have used the P
 // then. With more Ps (catena-agent, catenactl) the ordinary call leaves the
 // other goroutines their P; so do the test filesystems.
-func syncFile(f afero.File, dataOnly bool) error {
+func SyncFile(f afero.File, dataOnly bool) error {
 	sc, ok := f.(syscall.Conn)
 	if !ok || runtime.GOMAXPROCS(0) != 1 {
 		return plainSync(f, dataOnly)
@@ -52,7 +52,7 @@ func syncFile(f afero.File, dataOnly bool) error {
 	return &os.PathError{Op: op, Path: f.Name(), Err: errno}
 }
 
-// plainSync is syncFile through the ordinary calls.
+// plainSync is SyncFile through the ordinary calls.
 func plainSync(f afero.File, dataOnly bool) error {
 	if !dataOnly {
 		return f.Sync()
@@ -70,6 +70,23 @@ func plainSync(f afero.File, dataOnly bool) error {
 	}
 	if err := f.Sync(); err != nil {
 		return fmt.Errorf("fsync: %w", err)
+	}
+	return nil
+}
+
+// SyncDir fsyncs a directory so that a create, rename or unlink in it is
+// durable.
+func SyncDir(fsys afero.Fs, dir string) error {
+	d, err := fsys.Open(dir)
+	if err != nil {
+		return fmt.Errorf("open dir %s: %w", dir, err)
+	}
+	if err := SyncFile(d, false); err != nil {
+		_ = d.Close()
+		return fmt.Errorf("fsync dir %s: %w", dir, err)
+	}
+	if err := d.Close(); err != nil {
+		return fmt.Errorf("close dir %s: %w", dir, err)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package libchain
+package fileutil
 
 import (
 	"fmt"

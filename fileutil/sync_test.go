@@ -1,4 +1,4 @@
-package cache
+package fileutil
 
 import (
 	"os"
@@ -24,9 +24,9 @@ func TestSyncFile(t *testing.T) {
 			require.NoError(t, err)
 			_, err = f.Write([]byte("x"))
 			require.NoError(t, err)
-			assert.NoError(t, syncFile(f, dataOnly), "procs %d dataOnly %v", procs, dataOnly)
+			assert.NoError(t, SyncFile(f, dataOnly), "procs %d dataOnly %v", procs, dataOnly)
 			require.NoError(t, f.Close())
-			err = syncFile(f, dataOnly)
+			err = SyncFile(f, dataOnly)
 			require.Error(t, err, "a closed file: procs %d dataOnly %v", procs, dataOnly)
 			if dataOnly {
 				assert.Contains(t, err.Error(), "fdatasync")
@@ -37,5 +37,5 @@ func TestSyncFile(t *testing.T) {
 	mem := afero.NewMemMapFs()
 	f, err := mem.Create("/m")
 	require.NoError(t, err)
-	assert.NoError(t, syncFile(f, true))
+	assert.NoError(t, SyncFile(f, true))
 }
