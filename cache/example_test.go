@@ -21,7 +21,7 @@ func ExampleDiskStore() {
 		fmt.Println(err)
 		return
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	store := cache.NewDiskStore(afero.NewOsFs(), dir, cache.NewFlockLocker(filepath.Join(dir, cache.LocksDir)))
 
 	key := cache.Key{Network: "podnet", ContainerID: "c1", IfName: "eth0"}
