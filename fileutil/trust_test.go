@@ -48,95 +48,72 @@ func TestUntrustedErrorFix(t *testing.T) {
 	}
 }
 
-// TestCheckPrivateFile: only a regular file of Catena's own that nobody
-// else can write passes; the verdict is an *UntrustedError naming the
-// path.
-func TestCheckPrivateFile(t *testing.T) {
-	tests := []struct {
+// TestCheckTrusted: only a regular file (CheckPrivateFile) or a directory
+// (CheckTrustedDir) of Catena's own that nobody else can write passes; the
+// verdict is an *UntrustedError naming the path and whether it is a dir.
+func TestCheckTrusted(t *testing.T) {
+	type row struct {
 		name  string
 		make  func(t *testing.T, p string)
 		root  bool // needs root to chown
 		why   string
 		trust bool
+	}
+	checks := []struct {
+		kind  string
+		dir   bool
+		check func(string, os.FileInfo) error
+		rows  []row
 	}{
-		{"a private file", func(t *testing.T, p string) { writeFile(t, p, 0o600) }, false, "", true},
-		{"readable by others", func(t *testing.T, p string) { writeFile(t, p, 0o644) }, false, "", true},
-		{"writable by group", func(t *testing.T, p string) { writeFile(t, p, 0o620) }, false, "is writable by group or others", false},
-		{"writable by others", func(t *testing.T, p string) { writeFile(t, p, 0o602) }, false, "is writable by group or others", false},
-		{"a directory", func(t *testing.T, p string) { require.NoError(t, os.Mkdir(p, 0o700)) }, false, "is not a regular file", false},
-		{"a FIFO", func(t *testing.T, p string) { require.NoError(t, syscall.Mkfifo(p, 0o600)) }, false, "is not a regular file", false},
-		{"a symlink", func(t *testing.T, p string) { require.NoError(t, os.Symlink("/etc/hostname", p)) }, false, "is not a regular file", false},
-		{"owned by another uid", func(t *testing.T, p string) {
-			writeFile(t, p, 0o600)
-			require.NoError(t, os.Lchown(p, otherUID, otherUID))
-		}, true, "is owned by uid 65534", false},
+		{kind: "file", check: CheckPrivateFile, rows: []row{
+			{"a private file", func(t *testing.T, p string) { writeFile(t, p, 0o600) }, false, "", true},
+			{"readable by others", func(t *testing.T, p string) { writeFile(t, p, 0o644) }, false, "", true},
+			{"writable by group", func(t *testing.T, p string) { writeFile(t, p, 0o620) }, false, "is writable by group or others", false},
+			{"writable by others", func(t *testing.T, p string) { writeFile(t, p, 0o602) }, false, "is writable by group or others", false},
+			{"a directory", func(t *testing.T, p string) { require.NoError(t, os.Mkdir(p, 0o700)) }, false, "is not a regular file", false},
+			{"a FIFO", func(t *testing.T, p string) { require.NoError(t, syscall.Mkfifo(p, 0o600)) }, false, "is not a regular file", false},
+			{"a symlink", func(t *testing.T, p string) { require.NoError(t, os.Symlink("/etc/hostname", p)) }, false, "is not a regular file", false},
+			{"owned by another uid", func(t *testing.T, p string) {
+				writeFile(t, p, 0o600)
+				require.NoError(t, os.Lchown(p, otherUID, otherUID))
+			}, true, "is owned by uid 65534", false},
+		}},
+		{kind: "dir", dir: true, check: CheckTrustedDir, rows: []row{
+			{"a private dir", func(t *testing.T, p string) { mkdir(t, p, 0o700) }, false, "", true},
+			{"readable by others", func(t *testing.T, p string) { mkdir(t, p, 0o755) }, false, "", true},
+			{"writable by group", func(t *testing.T, p string) { mkdir(t, p, 0o770) }, false, "is writable by group or others", false},
+			{"sticky and writable by all", func(t *testing.T, p string) { mkdir(t, p, os.ModeSticky|0o777) }, false, "is writable by group or others", false},
+			{"a file", func(t *testing.T, p string) { writeFile(t, p, 0o600) }, false, "is not a directory", false},
+			{"a symlink to a dir", func(t *testing.T, p string) { require.NoError(t, os.Symlink(t.TempDir(), p)) }, false, "is a symlink where a directory must be", false},
+			{"owned by another uid", func(t *testing.T, p string) {
+				mkdir(t, p, 0o700)
+				require.NoError(t, os.Lchown(p, otherUID, otherUID))
+			}, true, "is owned by uid 65534", false},
+		}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if tt.root {
-				requireRoot(t)
-			}
-			p := filepath.Join(t.TempDir(), "f")
-			tt.make(t, p)
-			fi, err := os.Lstat(p)
-			require.NoError(t, err)
-			err = CheckPrivateFile(p, fi)
-			if tt.trust {
+	for _, c := range checks {
+		for _, tt := range c.rows {
+			t.Run(c.kind+"/"+tt.name, func(t *testing.T) {
+				if tt.root {
+					requireRoot(t)
+				}
+				p := filepath.Join(t.TempDir(), "x")
+				tt.make(t, p)
+				fi, err := os.Lstat(p)
 				require.NoError(t, err)
-				return
-			}
-			var ue *UntrustedError
-			require.True(t, errors.As(err, &ue), "want an *UntrustedError, got %v", err)
-			assert.ErrorIs(t, err, ErrUntrusted)
-			assert.Equal(t, p, ue.Path)
-			assert.Contains(t, ue.Why, tt.why)
-			assert.False(t, ue.Dir)
-		})
-	}
-}
-
-// TestCheckTrustedDir: only a directory of Catena's own that nobody else
-// can write passes.
-func TestCheckTrustedDir(t *testing.T) {
-	tests := []struct {
-		name  string
-		make  func(t *testing.T, p string)
-		root  bool
-		why   string
-		trust bool
-	}{
-		{"a private dir", func(t *testing.T, p string) { mkdir(t, p, 0o700) }, false, "", true},
-		{"readable by others", func(t *testing.T, p string) { mkdir(t, p, 0o755) }, false, "", true},
-		{"writable by group", func(t *testing.T, p string) { mkdir(t, p, 0o770) }, false, "is writable by group or others", false},
-		{"sticky and writable by all", func(t *testing.T, p string) { mkdir(t, p, os.ModeSticky|0o777) }, false, "is writable by group or others", false},
-		{"a file", func(t *testing.T, p string) { writeFile(t, p, 0o600) }, false, "is not a directory", false},
-		{"a symlink to a dir", func(t *testing.T, p string) { require.NoError(t, os.Symlink(t.TempDir(), p)) }, false, "is a symlink where a directory must be", false},
-		{"owned by another uid", func(t *testing.T, p string) {
-			mkdir(t, p, 0o700)
-			require.NoError(t, os.Lchown(p, otherUID, otherUID))
-		}, true, "is owned by uid 65534", false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if tt.root {
-				requireRoot(t)
-			}
-			p := filepath.Join(t.TempDir(), "d")
-			tt.make(t, p)
-			fi, err := os.Lstat(p)
-			require.NoError(t, err)
-			err = CheckTrustedDir(p, fi)
-			if tt.trust {
-				require.NoError(t, err)
-				return
-			}
-			var ue *UntrustedError
-			require.True(t, errors.As(err, &ue), "want an *UntrustedError, got %v", err)
-			assert.ErrorIs(t, err, ErrUntrusted)
-			assert.Equal(t, p, ue.Path)
-			assert.Contains(t, ue.Why, tt.why)
-			assert.True(t, ue.Dir)
-		})
+				err = c.check(p, fi)
+				if tt.trust {
+					require.NoError(t, err)
+					return
+				}
+				var ue *UntrustedError
+				require.True(t, errors.As(err, &ue), "want an *UntrustedError, got %v", err)
+				assert.ErrorIs(t, err, ErrUntrusted)
+				assert.Equal(t, p, ue.Path)
+				assert.Contains(t, ue.Why, tt.why)
+				assert.Equal(t, c.dir, ue.Dir)
+			})
+		}
 	}
 }
 
