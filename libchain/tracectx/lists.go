@@ -145,7 +145,7 @@ func token(s string) bool {
 	}
 	for i := range len(s) {
 		c := s[i]
-		if !isLower(c) && !isDigit(c) && !('A' <= c && c <= 'Z') && !strings.ContainsRune("!#$%&'*+-.^_`|~", rune(c)) {
+		if !isLower(c) && !isUpper(c) && !isDigit(c) && !strings.ContainsRune("!#$%&'*+-.^_`|~", rune(c)) {
 			return false
 		}
 	}
@@ -166,6 +166,7 @@ func baggageValue(v string) bool {
 func trimOWS(s string) string { return strings.Trim(s, " \t") }
 
 func isLower(c byte) bool { return 'a' <= c && c <= 'z' }
+func isUpper(c byte) bool { return 'A' <= c && c <= 'Z' }
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 // short is s cut to 64 bytes, for an error message (only a
