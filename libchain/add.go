@@ -108,9 +108,9 @@ func (e *Engine) add(ctx context.Context, req Request, key cache.Key) (types.Res
 func (e *Engine) callAdd(ctx context.Context, req Request, s *cache.Step, stdin []byte) (json.RawMessage, error) {
 	dctx, cancel := context.WithTimeout(ctx, req.Conf.DelegateTimeout)
 	defer cancel()
-	start := e.now()
-	res, err := e.Exec.Add(dctx, Call{Verb: "ADD", Type: s.Type, Config: stdin, Args: req.Args})
-	traceOf(ctx).call(s.Index, s.Type, "ADD", e.now().Sub(start), err)
+	sp := e.startCall(ctx)
+	res, err := e.Exec.Add(dctx, Call{Verb: "ADD", Type: s.Type, Config: stdin, Args: req.Args, Trace: sp.trace})
+	e.endCall(ctx, sp, s.Index, s.Type, "ADD", err)
 	if err != nil {
 		if s.Index >= 0 && s.Index < len(req.Conf.Delegates) {
 			err = e.disowned(req.Conf.Delegates[s.Index], err)

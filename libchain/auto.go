@@ -77,10 +77,12 @@ func (e *Engine) resolve(ctx context.Context, req Request, d Delegate) (Delegate
 	}
 	pctx, cancel := context.WithTimeout(ctx, req.Conf.DelegateTimeout)
 	defer cancel()
+	// VERSION gets no trace context (its answer is cached for later
+	// operations), but a span in the journal when it ran.
 	start := e.now()
 	p, err := e.Versions.Probe(pctx, d.Type, req.Args.Path)
 	if !p.Cached {
-		traceOf(ctx).call(d.Index, d.Type, "VERSION", e.now().Sub(start), err)
+		e.endCall(ctx, callSpan{id: e.spanID(), start: start}, d.Index, d.Type, "VERSION", err)
 	}
 	if err != nil {
 		if codeOf(err, 0) == types.ErrPluginNotAvailable {

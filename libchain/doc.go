@@ -6,10 +6,12 @@
 // mains wire in libchain/invoke, which runs delegates as processes) and a
 // cache.Store; ExampleEngine (example_test.go) runs a chain over both.
 // Its sub-packages: invoke (the process machinery), events (the event
-// journal every operation is written to), libcnientry (the
-// runtime's libcni cache entries a DEL adopts), release (Catena's version
-// and the binary's commit, which the binaries print), and internal/failpoint
-// and internal/textbound, which the engine and invoke share.
+// journal every operation is written to), tracectx (the W3C trace
+// context the runtime passes, which each operation continues through its
+// delegates), libcnientry (the runtime's libcni cache entries a DEL
+// adopts), release (Catena's version and the binary's commit, which the
+// binaries print), and internal/failpoint and internal/textbound, which
+// the engine and invoke share.
 //
 // Files:
 //
@@ -40,7 +42,7 @@
 //	errors.go         CNI error codes of the engine's errors; delegateError
 //	netns.go          network namespace identity: every teardown passes its netns only while it is the ADD's
 //	netns_holds.go    NetNSHolds: whether a namespace's ifname holds an address, the proof a DEL with no record passes its netns on
-//	oplog.go          the trace of every operation (journal.Op): logged, and passed to OnOp
+//	oplog.go          the trace of every operation (journal.Op): its span and each call's, the runtime's trace context continued (WithTrace); logged, and passed to OnOp
 //	logging.go        NewLogger: JSON lines to the config's logFile, else text on stderr; never stdout
 //	executor.go       Executor: what the engine needs of whatever runs its delegates
 //	bound.go          MaxText and BoundText: every text a delegate controls, bounded

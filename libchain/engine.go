@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"time"
@@ -22,6 +23,12 @@ type Engine struct {
 	Log *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Rand is where the span IDs of operations and delegate calls come
+	// from (tracectx.NewSpanID); nil means crypto/rand. A read that
+	// fails is logged and leaves that operation (and so its calls'
+	// delegates) or that call's delegate without a trace context, and
+	// without a span ID in the journal.
+	Rand io.Reader
 	// StatNetNS identifies the network namespace at a path; nil means
 	// StatNetNS. A teardown no runtime asked for passes a record's netns
 	// only while it is still the namespace of the ADD.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/catena-cni/catena/cache"
 	"github.com/catena-cni/catena/libchain/invoke"
+	"github.com/catena-cni/catena/libchain/tracectx"
 )
 
 // behaviour tells the fake executor how one delegate type answers.
@@ -34,6 +35,7 @@ type call struct {
 	ContainerID       string
 	Config            map[string]any
 	Stdin             []byte // Config as the delegate got it
+	Trace             tracectx.Context
 }
 
 func (c call) prevResult() map[string]any {
@@ -70,7 +72,7 @@ func (f *fakeExec) record(c Call) (call, behaviour, error) {
 	if err := json.Unmarshal(c.Config, &conf); err != nil {
 		return call{}, behaviour{}, fmt.Errorf("fake: bad stdin: %w", err)
 	}
-	cl := call{Verb: c.Verb, Type: c.Type, NetNS: c.Args.NetNS, ContainerID: c.Args.ContainerID, Config: conf, Stdin: bytes.Clone(c.Config)}
+	cl := call{Verb: c.Verb, Type: c.Type, NetNS: c.Args.NetNS, ContainerID: c.Args.ContainerID, Config: conf, Stdin: bytes.Clone(c.Config), Trace: c.Trace}
 	f.calls = append(f.calls, cl)
 	return cl, f.by[c.Type], nil
 }

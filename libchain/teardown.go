@@ -172,9 +172,9 @@ func (e *Engine) callDel(ctx context.Context, conf *NetConf, s *cache.Step, late
 	}
 	dctx, cancel := context.WithTimeout(ctx, conf.DelegateTimeout)
 	defer cancel()
-	start := e.now()
-	err = e.Exec.Run(dctx, Call{Verb: "DEL", Type: s.Type, Config: stdin, Args: args})
-	traceOf(ctx).call(s.Index, s.Type, "DEL", e.now().Sub(start), err)
+	sp := e.startCall(ctx)
+	err = e.Exec.Run(dctx, Call{Verb: "DEL", Type: s.Type, Config: stdin, Args: args, Trace: sp.trace})
+	e.endCall(ctx, sp, s.Index, s.Type, "DEL", err)
 	if err != nil {
 		return &delegateError{Verb: "DEL", Delegate: stepName(s), Err: err}
 	}
@@ -238,9 +238,9 @@ func (e *Engine) delEvery(ctx context.Context, req Request, key cache.Key, args 
 		}
 		if err == nil {
 			dctx, cancel := context.WithTimeout(ctx, req.Conf.DelegateTimeout)
-			start := e.now()
-			err = e.Exec.Run(dctx, Call{Verb: "DEL", Type: d.Type, Config: stdin, Args: args})
-			traceOf(ctx).call(d.Index, d.Type, "DEL", e.now().Sub(start), err)
+			sp := e.startCall(ctx)
+			err = e.Exec.Run(dctx, Call{Verb: "DEL", Type: d.Type, Config: stdin, Args: args, Trace: sp.trace})
+			e.endCall(ctx, sp, d.Index, d.Type, "DEL", err)
 			cancel()
 		}
 		if err != nil {

@@ -41,9 +41,9 @@ func (e *Engine) check(ctx context.Context, req Request, key cache.Key, rec *cac
 		stdin, err := prev.stdin(s.Config, s.CNIVersion)
 		if err == nil {
 			dctx, cancel := context.WithTimeout(ctx, req.Conf.DelegateTimeout)
-			start := e.now()
-			err = e.Exec.Run(dctx, Call{Verb: "CHECK", Type: s.Type, Config: stdin, Args: req.Args})
-			traceOf(ctx).call(s.Index, s.Type, "CHECK", e.now().Sub(start), err)
+			sp := e.startCall(ctx)
+			err = e.Exec.Run(dctx, Call{Verb: "CHECK", Type: s.Type, Config: stdin, Args: req.Args, Trace: sp.trace})
+			e.endCall(ctx, sp, s.Index, s.Type, "CHECK", err)
 			cancel()
 		}
 		if err != nil {
@@ -121,9 +121,9 @@ func (e *Engine) runPlain(ctx context.Context, req Request, d Delegate, verb str
 	}
 	dctx, cancel := context.WithTimeout(ctx, req.Conf.DelegateTimeout)
 	defer cancel()
-	start := e.now()
-	err = e.Exec.Run(dctx, Call{Verb: verb, Type: d.Type, Config: stdin, Args: RuntimeArgs{Path: req.Args.Path}})
-	traceOf(ctx).call(d.Index, d.Type, verb, e.now().Sub(start), err)
+	sp := e.startCall(ctx)
+	err = e.Exec.Run(dctx, Call{Verb: verb, Type: d.Type, Config: stdin, Args: RuntimeArgs{Path: req.Args.Path}, Trace: sp.trace})
+	e.endCall(ctx, sp, d.Index, d.Type, verb, err)
 	if err != nil {
 		err = e.disowned(d, err)
 		return &delegateError{Verb: verb, Delegate: d.String(), Err: err}

@@ -8,10 +8,13 @@
 //	cmd/..., plugins/..., tools/... (the binaries)
 //
 // A package imports only from its own layer or a lower one. On top of that:
-// plugins/... (the CNI binaries) link nothing above the engine, and never
-// k8s.io/client-go; internal/... and integration/... are test helpers that
-// only tests import. Test files are not checked: they are not linked into
-// any binary. A package of the module that no layer covers fails the test
+// plugins/... (the CNI binaries) link nothing above the engine, never
+// k8s.io/client-go, and no go.opentelemetry.io package but those CNI's
+// pkg/invoke imports (OpenTelemetry's API, never its SDK or an exporter:
+// catena carries the trace context itself, libchain/tracectx);
+// internal/... and integration/... are test helpers that only tests
+// import. Test files are not checked: they are not linked into any
+// binary. A package of the module that no layer covers fails the test
 // too: a new directory gets a place in layers_test.go's table.
 //
 // Files:

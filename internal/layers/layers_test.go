@@ -11,6 +11,7 @@ import (
 	"maps"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -58,12 +59,17 @@ func isTestHelper(rel string) bool {
 
 // linkLimit bounds what a binary links, transitively: the packages under
 // prefix depend on no package of the module above maxRank and on none under
-// a banned prefix (outside the module).
+// a banned prefix (outside the module), but as via allows.
 type linkLimit struct {
 	prefix  string
 	maxRank int
 	banned  []string
-	why     string
+	// via names, for a banned prefix, the one package outside it through
+	// which the binary may link packages under it: such a package is
+	// allowed when every package of the binary that imports it is that
+	// one or under the banned prefix itself.
+	via map[string]string
+	why string
 }
 
 var linkLimits = []linkLimit{{
@@ -71,6 +77,17 @@ var linkLimits = []linkLimit{{
 	maxRank: 2,
 	banned:  []string{"k8s.io/client-go"},
 	why:     "a CNI binary links only the store and the engine, never node/ nor client-go",
+}, {
+	// CNI's pkg/invoke imports OpenTelemetry's API (trace, propagation,
+	// baggage) for libcni's own RawExec, which catena never runs; catena
+	// reads and passes on the trace context itself (libchain/tracectx).
+	// Nothing else may bring OpenTelemetry in: not the module's code, not
+	// another dependency, and so never its SDK or an exporter.
+	prefix:  "plugins",
+	maxRank: 3, // the layers alone
+	banned:  []string{"go.opentelemetry.io"},
+	via:     map[string]string{"go.opentelemetry.io": "github.com/containernetworking/cni/pkg/invoke"},
+	why:     "a CNI binary carries the trace context itself and links no OpenTelemetry package but those CNI's pkg/invoke imports",
 }}
 
 // pkg is what `go list -json` says of one package.
@@ -208,6 +225,10 @@ func check(g graph) []string {
 				continue
 			}
 			banned := map[string][]string{}
+			linked := map[string]bool{p.ImportPath: true}
+			for _, dep := range p.Deps {
+				linked[dep] = true
+			}
 			for _, dep := range p.Deps {
 				if to, inModule := g.rel(dep); inModule {
 					if l, ok := layerOf(to); ok && l.rank > lim.maxRank {
@@ -217,20 +238,40 @@ func check(g graph) []string {
 					continue
 				}
 				for _, b := range lim.banned {
-					if under(dep, b) {
+					if under(dep, b) && !g.onlyVia(dep, b, lim.via[b], linked) {
 						banned[b] = append(banned[b], dep)
 					}
 				}
 			}
 			for _, b := range lim.banned {
-				if deps := banned[b]; len(deps) > 0 {
-					out = append(out, fmt.Sprintf("%s links %d package(s) of %s, through %s: %s",
-						rel, len(deps), b, g.chain(p.ImportPath, func(s string) bool { return under(s, b) }), lim.why))
+				deps := banned[b]
+				if len(deps) == 0 {
+					continue
 				}
+				what := b
+				if v := lim.via[b]; v != "" {
+					what += " not through " + v
+				}
+				out = append(out, fmt.Sprintf("%s links %d package(s) of %s, through %s: %s",
+					rel, len(deps), what, g.chain(p.ImportPath, func(s string) bool { return slices.Contains(deps, s) }), lim.why))
 			}
 		}
 	}
 	return out
+}
+
+// onlyVia reports whether every package of linked that imports dep is via
+// or under banned; false when via is "".
+func (g graph) onlyVia(dep, banned, via string, linked map[string]bool) bool {
+	if via == "" {
+		return false
+	}
+	for from := range linked {
+		if slices.Contains(g.imports[from], dep) && from != via && !under(from, banned) {
+			return false
+		}
+	}
+	return true
 }
 
 // load lists the module's packages with go list, built with tags.
@@ -306,6 +347,19 @@ func TestCheckFindsEveryBrokenRule(t *testing.T) {
 	others := map[string][]string{
 		m + "/libchain": {m + "/cache", m + "/node/metrics"},
 	}
+	const (
+		cniInvoke = "github.com/containernetworking/cni/pkg/invoke"
+		otelTrace = "go.opentelemetry.io/otel/trace"
+		otelProp  = "go.opentelemetry.io/otel/propagation"
+		otelSDK   = "go.opentelemetry.io/otel/sdk/trace"
+	)
+	// what CNI's pkg/invoke and OpenTelemetry import
+	outside := map[string][]string{
+		cniInvoke: {otelTrace, otelProp},
+		otelProp:  {otelTrace},
+		otelSDK:   {otelTrace},
+	}
+	const otelWhy = "a CNI binary carries the trace context itself and links no OpenTelemetry package but those CNI's pkg/invoke imports"
 	tests := []struct {
 		name string
 		pkgs map[string]edge
@@ -366,6 +420,30 @@ func TestCheckFindsEveryBrokenRule(t *testing.T) {
 		pkgs: map[string]edge{"plugins/testing/failer": {imports: []string{m + "/node/reconcile"}, deps: []string{m + "/node/reconcile"}}},
 		want: []string{`plugins/testing/failer links node/reconcile (layer "node") through plugins/testing/failer -> node/reconcile: a CNI binary links only the store and the engine, never node/ nor client-go`},
 	}, {
+		name: "the CNI binary links OpenTelemetry's API through CNI's pkg/invoke",
+		pkgs: map[string]edge{
+			"libchain/invoke": {imports: []string{cniInvoke}},
+			"plugins/catena":  {imports: []string{m + "/libchain/invoke"}, deps: []string{m + "/libchain/invoke", cniInvoke, otelProp, otelTrace}},
+		},
+	}, {
+		name: "the engine imports OpenTelemetry's API itself",
+		pkgs: map[string]edge{
+			"libchain/invoke":   {imports: []string{cniInvoke}},
+			"libchain/tracectx": {imports: []string{otelTrace}},
+			"plugins/catena": {imports: []string{m + "/libchain/invoke", m + "/libchain/tracectx"},
+				deps: []string{m + "/libchain/invoke", m + "/libchain/tracectx", cniInvoke, otelProp, otelTrace}},
+		},
+		want: []string{`plugins/catena links 1 package(s) of go.opentelemetry.io not through ` + cniInvoke +
+			`, through plugins/catena -> libchain/tracectx -> ` + otelTrace + `: ` + otelWhy},
+	}, {
+		name: "the engine links OpenTelemetry's SDK",
+		pkgs: map[string]edge{
+			"libchain/invoke": {imports: []string{cniInvoke, otelSDK}},
+			"plugins/catena":  {imports: []string{m + "/libchain/invoke"}, deps: []string{m + "/libchain/invoke", cniInvoke, otelSDK, otelProp, otelTrace}},
+		},
+		want: []string{`plugins/catena links 1 package(s) of go.opentelemetry.io not through ` + cniInvoke +
+			`, through plugins/catena -> libchain/invoke -> ` + otelSDK + `: ` + otelWhy},
+	}, {
 		name: "a command imports a test helper",
 		pkgs: map[string]edge{"cmd/catena-agent": {imports: []string{m + "/internal/clitest"}}},
 		want: []string{`cmd/catena-agent imports internal/clitest: packages under internal/ are test helpers, imported only by tests`},
@@ -384,6 +462,7 @@ func TestCheckFindsEveryBrokenRule(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := graph{module: m, pkgs: map[string]*pkg{}, imports: maps.Clone(others)}
+			maps.Copy(g.imports, outside)
 			for rel, e := range tt.pkgs {
 				g.pkgs[rel] = &pkg{ImportPath: m + "/" + rel, Imports: e.imports, Deps: e.deps}
 				g.imports[m+"/"+rel] = e.imports

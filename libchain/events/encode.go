@@ -22,9 +22,10 @@ const textBound = textbound.Max
 // so that a reader still sees which delegate failed. If even that does
 // not fit (a chain of hundreds of delegates), a minimal line keeps what
 // the readers count and map the operation by: verb, attachment, start,
-// durations, rollback, outcome, pod and a release's count of delegates
-// (with its failures, their errors cut to a marker, while they fit). A
-// line the writer shrank says so: its Truncated is set.
+// durations, rollback, outcome, pod, its trace and span IDs and a
+// release's count of delegates (with its failures, their errors cut to a
+// marker, while they fit). A line the writer shrank says so: its
+// Truncated is set.
 func encode(op Op, limit int) ([]byte, error) {
 	line, err := json.Marshal(op)
 	if err != nil {
@@ -44,7 +45,8 @@ func encode(op Op, limit int) ([]byte, error) {
 	}
 	minimal := Op{Verb: op.Verb, Attachment: op.Attachment, Start: op.Start, Duration: op.Duration,
 		LockWait: op.LockWait, Rollback: op.Rollback, Outcome: op.Outcome, Error: textbound.Cut(op.Error, 0),
-		Adopted: op.Adopted, Pod: op.Pod, NoRecordRelease: cutRelease(op.NoRecordRelease, 0), Truncated: true}
+		Adopted: op.Adopted, Pod: op.Pod, NoRecordRelease: cutRelease(op.NoRecordRelease, 0), Truncated: true,
+		TraceID: op.TraceID, SpanID: op.SpanID, ParentSpanID: op.ParentSpanID, Sampled: op.Sampled}
 	if line, err = fitEvent(minimal, limit); line != nil || err != nil {
 		return line, err
 	}

@@ -155,3 +155,47 @@ func TestAppendKeepsNoRecordRelease(t *testing.T) {
 		})
 	}
 }
+
+// TestAppendKeepsTrace: an operation's trace fields and its calls' spans
+// and offsets are read back as written; a line cut to its minimal form
+// still keeps the operation's trace, span and parent, so that its span
+// can be built even when its calls were dropped.
+func TestAppendKeepsTrace(t *testing.T) {
+	t0 := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	base := Op{Verb: "ADD", Attachment: "podnet/c1/eth0", Start: t0, Outcome: "ok",
+		TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", SpanID: "00f067aa0ba902b7", ParentSpanID: "b7ad6b7169203331", Sampled: true}
+	many := make([]OpCall, 2000)
+	for i := range many {
+		many[i] = OpCall{Index: i, Type: fmt.Sprintf("delegate-%d", i), Verb: "ADD", StartOffset: time.Duration(i+1) * time.Millisecond,
+			SpanID: fmt.Sprintf("%016x", i+1)}
+	}
+	tests := []struct {
+		name      string
+		calls     []OpCall
+		truncated bool
+	}{
+		{"fits", many[:3], false},
+		{"a minimal line", many, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "catena")
+			op := base
+			op.Calls = tt.calls
+			require.NoError(t, (&Writer{CacheDir: dir}).Append(op))
+			ops, skipped, err := Read(afero.NewOsFs(), dir, time.Time{})
+			require.NoError(t, err)
+			assert.Zero(t, skipped)
+			require.Len(t, ops, 1)
+			got := ops[0]
+			assert.Equal(t, tt.truncated, got.Truncated)
+			assert.Equal(t, base.TraceID, got.TraceID)
+			assert.Equal(t, base.SpanID, got.SpanID)
+			assert.Equal(t, base.ParentSpanID, got.ParentSpanID)
+			assert.True(t, got.Sampled)
+			if !tt.truncated {
+				assert.Equal(t, tt.calls, got.Calls, "each call's span and start offset")
+			}
+		})
+	}
+}

@@ -47,6 +47,32 @@ type Op struct {
 	// when the operation ran in a process that makes more than one (the
 	// agent, catenactl).
 	Process *OpProcess `json:"process,omitempty"`
+
+	// The operation's span, in W3C trace context terms (lowercase hex;
+	// libchain/tracectx). Every operation has a SpanID, whether or not
+	// it continues a trace: it names the operation in the journal, and a
+	// trace started from the journal later (by the agent, for an
+	// operation no runtime traced) can take it as its span's ID, which
+	// no other process has seen. TraceID and Sampled are set only when
+	// the operation continues a trace: the one its runtime passed catena
+	// in TRACEPARENT, or that of the operation it ran inside;
+	// ParentSpanID whenever the operation has a parent span.
+
+	// TraceID is the trace the operation continues, 32 hex digits; ""
+	// for none.
+	TraceID string `json:"traceID,omitempty"`
+	// SpanID is the operation's own span, 16 hex digits from
+	// crypto/rand; its calls' spans are its children.
+	SpanID string `json:"spanID,omitempty"`
+	// ParentSpanID is the span the operation runs under, 16 hex digits:
+	// the parent-id of the runtime's TRACEPARENT, or the SpanID of the
+	// operation it ran inside (GC's teardown of one attachment runs
+	// inside the network's GC). Set inside another operation whether or
+	// not that one continues a trace.
+	ParentSpanID string `json:"parentSpanID,omitempty"`
+	// Sampled is the sampled flag of the trace continued: its caller
+	// may record its own span, and asks its callees to record theirs.
+	Sampled bool `json:"sampled,omitempty"`
 }
 
 // OpProcess is the catena process of one operation, as the kernel saw it
@@ -114,4 +140,13 @@ type OpCall struct {
 	Verb     string        `json:"verb"`
 	Duration time.Duration `json:"durationNs"`
 	Error    string        `json:"error,omitempty"`
+	// StartOffset is when the call began, from the operation's Start:
+	// with Duration, the call's span in time.
+	StartOffset time.Duration `json:"startNs,omitempty"`
+	// SpanID is the call's own span, 16 hex digits from crypto/rand, a
+	// child of its operation's. When the operation continues a trace,
+	// the delegate was run with TRACEPARENT naming it as its parent-id,
+	// so the delegate's own spans nest under the call. A VERSION call
+	// has one too, but its delegate gets no trace context.
+	SpanID string `json:"spanID,omitempty"`
 }

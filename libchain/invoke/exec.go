@@ -13,6 +13,8 @@ import (
 	cniinvoke "github.com/containernetworking/cni/pkg/invoke"
 	"github.com/containernetworking/cni/pkg/types"
 	"github.com/containernetworking/cni/pkg/version"
+
+	"github.com/catena-cni/catena/libchain/tracectx"
 )
 
 // RuntimeArgs are the CNI_* values a delegate is called with.
@@ -31,6 +33,11 @@ type Call struct {
 	Type   string // plain binary name, resolved in Args.Path
 	Config []byte // the delegate's network config on stdin
 	Args   RuntimeArgs
+	// Trace is the trace context the delegate continues, its parent-id
+	// the call's own span: the delegate gets it as TRACEPARENT,
+	// TRACESTATE and BAGGAGE. The zero Context: it gets none of the
+	// three, whatever Catena's own environment holds.
+	Trace tracectx.Context
 }
 
 // Exec runs delegates: it finds each in CNI_PATH and runs it through the
@@ -43,30 +50,48 @@ type Exec struct {
 	env envMemo
 }
 
-// envMemo keeps the environment of the last delegate call made without a
-// result, for the next one with the same verb, CNI_* values and process
-// environment: the delegates of one CHECK or DEL share it. Building it
-// (the CNI invoke package's Args.AsEnv: a copy of the process environment,
-// a map, a Sprintf per variable) was a tenth of catena's own CPU for each
-// delegate it runs. The environment is the same as AsEnv's, in AsEnv's
-// (map) order.
+// envMemo keeps the environment of the last delegate call, but for its
+// trace context, for the next one with the same verb, CNI_* values and
+// process environment: the delegates of one ADD, CHECK or DEL share it.
+// Building it (the CNI invoke package's Args.AsEnv: a copy of the process
+// environment, a map, a Sprintf per variable) was a tenth of catena's own
+// CPU for each delegate it runs. The environment is AsEnv's, in AsEnv's
+// (map) order, without the trace context carriers catena inherited
+// (tracectx.IsCarrier); each call appends its own (Call.Trace).
 type envMemo struct {
 	mu      sync.Mutex
 	verb    string
 	args    RuntimeArgs
 	environ []string // the process environment it was built from
-	env     []string
+	env     []string // clipped: an append copies it
 }
 
 // of returns c's environment.
 func (m *envMemo) of(c Call) []string {
 	environ := os.Environ()
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.env == nil || m.verb != c.Verb || m.args != c.Args || !slices.Equal(m.environ, environ) {
-		m.verb, m.args, m.environ, m.env = c.Verb, c.Args, environ, slices.Clip(c.invokeArgs().AsEnv())
+		env := slices.DeleteFunc(c.invokeArgs().AsEnv(), tracectx.IsCarrier)
+		m.verb, m.args, m.environ, m.env = c.Verb, c.Args, environ, slices.Clip(env)
 	}
-	return m.env
+	env := m.env
+	m.mu.Unlock()
+	return c.Trace.AppendEnv(env)
+}
+
+// envArgs is an environment made already, as the CNI invoke package's
+// CNIArgs.
+type envArgs []string
+
+func (a envArgs) AsEnv() []string { return a }
+
+// untraced runs what the CNI invoke package runs over Exec without the
+// trace context carriers catena inherited: a VERSION query is no call of
+// an operation's, and its answer is cached for any later one.
+type untraced struct{ cniinvoke.Exec }
+
+func (u untraced) ExecPlugin(ctx context.Context, pluginPath string, stdinData []byte, environ []string) ([]byte, error) {
+	return u.Exec.ExecPlugin(ctx, pluginPath, stdinData, slices.DeleteFunc(slices.Clone(environ), tracectx.IsCarrier))
 }
 
 // NewExec returns an executor that runs each delegate in its own process
@@ -100,9 +125,10 @@ func (e *Exec) Find(typ, cniPath string) (string, error) {
 }
 
 // Version asks the delegate binary at path VERSION, as any delegate call
-// runs (Proc: its process group, bounded output, ctx's deadline).
+// runs (Proc: its process group, bounded output, ctx's deadline), with no
+// trace context.
 func (e *Exec) Version(ctx context.Context, path string) (version.PluginInfo, error) {
-	return cniinvoke.GetVersionInfo(ctx, path, e.Proc)
+	return cniinvoke.GetVersionInfo(ctx, path, untraced{e.Proc})
 }
 
 // ValidateType accepts only a plain binary name, so that it can be resolved
@@ -150,7 +176,8 @@ func (e *Exec) Add(ctx context.Context, c Call) (types.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return cniinvoke.ExecPluginWithResult(ctx, p, c.Config, c.invokeArgs(), e.Proc)
+	// cniinvoke.ExecPluginWithResult, with the environment of e.env.
+	return cniinvoke.ExecPluginWithResult(ctx, p, c.Config, envArgs(e.env.of(c)), e.Proc)
 }
 
 // Run invokes a verb that returns no result: DEL, CHECK, STATUS, GC

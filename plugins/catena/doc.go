@@ -5,7 +5,7 @@
 // Files:
 //
 //	doc.go      this comment
-//	main.go     main: the CNI verbs through skel, each one engine call wired to the disk store, the executor and the journal; the about line with the version
+//	main.go     main: the CNI verbs through skel, each one engine call wired to the disk store, the executor and the journal, continuing the runtime's trace context; the about line with the version
 //	retrier.go  the detached retry pass (catena --retry-pending) that libchain.ProcKicker starts
 //	runtime.go  the Go runtime sized for one CNI call: one P, no GC below 64 MiB
 package main

@@ -17,6 +17,7 @@ import (
 	"github.com/catena-cni/catena/libchain/invoke"
 	"github.com/catena-cni/catena/libchain/libcnientry"
 	"github.com/catena-cni/catena/libchain/release"
+	"github.com/catena-cni/catena/libchain/tracectx"
 )
 
 // about is what catena prints on stderr when run with no CNI_COMMAND (by
@@ -59,7 +60,10 @@ func main() {
 }
 
 // run parses the config, wires the engine to the on-disk store and the real
-// executor, and calls one verb.
+// executor, and calls one verb, which continues the trace context the
+// runtime passed in the environment (libcni's TRACEPARENT, TRACESTATE and
+// BAGGAGE): what of it is malformed is dropped, with one warning on the
+// log, and never fails the call.
 func run(a *skel.CmdArgs, verb func(*libchain.Engine, context.Context, libchain.Request) error) error {
 	conf, err := libchain.ParseConfig(a.StdinData)
 	if err != nil {
@@ -84,7 +88,11 @@ func run(a *skel.CmdArgs, verb func(*libchain.Engine, context.Context, libchain.
 	req := libchain.Request{Conf: conf, Args: libchain.RuntimeArgs{
 		ContainerID: a.ContainerID, NetNS: a.Netns, IfName: a.IfName, Args: a.Args, Path: a.Path,
 	}}
-	return verb(eng, context.Background(), req)
+	tc, err := tracectx.FromEnv(os.LookupEnv)
+	if err != nil {
+		eng.Log.Warn("trace context of the environment dropped", "error", err)
+	}
+	return verb(eng, libchain.WithTrace(context.Background(), tc), req)
 }
 
 // newEngine wires an engine for conf: the on-disk store, the real

@@ -33,7 +33,10 @@ func retrier() int {
 	defer func() { _ = lock.Close() }()
 	req := libchain.Request{Conf: conf, Args: libchain.RuntimeArgs{Path: os.Getenv("CNI_PATH")}}
 	// The context ends with the run's budget too: it cuts a sleep between
-	// passes, and no attempt starts after it (one running finishes).
+	// passes, and no attempt starts after it (one running finishes). It
+	// carries no trace context: the pass is no part of the runtime call
+	// that started it, whose TRACEPARENT this process inherited, and its
+	// delegates get none (libchain/invoke strips it).
 	ctx, cancel := context.WithTimeout(context.Background(), libchain.DefaultRetryBudget)
 	defer cancel()
 	rep, err := eng.RetryPending(ctx, req, libchain.RetryOptions{Budget: libchain.DefaultRetryBudget})

@@ -19,13 +19,20 @@
 // The chaos soak puts it after flannel and checks from its log that no DEL
 // is handed an address another attachment holds at that moment.
 //
+// With traceLog set, each of those calls also appends one JSON line to
+// <logDir>/trace.log: its verb, containerID and the TRACEPARENT,
+// TRACESTATE and BAGGAGE entries of its environment as exec handed it
+// (TraceCall), so that a test sees the trace context a delegate got.
+//
 // Netconf fields:
 //
-//	logDir  string  required: the directory of spy.log (made if missing)
+//	logDir    string  required: the directory of spy.log (made if missing)
+//	traceLog  bool    also log each call's trace context to trace.log
 //
 // Files:
 //
-//	doc.go   this comment
-//	main.go  main: the CNI verbs through skel
-//	spy.go   the netconf, the verbs and the log line
+//	doc.go       this comment
+//	main.go      main: the CNI verbs through skel
+//	spy.go       the netconf, the verbs and the log line
+//	tracelog.go  the trace log: each call's trace context carriers
 package main

@@ -29,6 +29,9 @@ type NetConf struct {
 	types.PluginConf
 
 	LogDir string `json:"logDir"`
+	// TraceLog: each call also appends its trace context to
+	// <logDir>/trace.log (tracelog.go).
+	TraceLog bool `json:"traceLog,omitempty"`
 }
 
 // load decodes the netconf and its prevResult.
@@ -82,8 +85,13 @@ func logCall(verb string, args *skel.CmdArgs) (*NetConf, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := appendLine(conf.LogDir, line(monotonic(), time.Now(), verb, args, ips)); err != nil {
+	if err := appendLine(conf.LogDir, logName, line(monotonic(), time.Now(), verb, args, ips)); err != nil {
 		return nil, types.NewError(types.ErrIOFailure, err.Error(), "")
+	}
+	if conf.TraceLog {
+		if err := logTrace(conf.LogDir, verb, args); err != nil {
+			return nil, types.NewError(types.ErrIOFailure, err.Error(), "")
+		}
 	}
 	return conf, nil
 }
@@ -139,13 +147,13 @@ func line(mono int64, wall time.Time, verb string, args *skel.CmdArgs, ips []str
 		orDash(args.ContainerID), orDash(args.IfName), orDash(list))
 }
 
-// appendLine appends text to dir's log with a single write on an O_APPEND
-// descriptor.
-func appendLine(dir, text string) error {
+// appendLine appends text to the log name in dir with a single write on
+// an O_APPEND descriptor.
+func appendLine(dir, name, text string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("spy: make logDir: %w", err)
 	}
-	f, err := os.OpenFile(filepath.Join(dir, logName), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return fmt.Errorf("spy: open log: %w", err)
 	}
