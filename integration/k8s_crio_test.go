@@ -178,7 +178,7 @@ func (r *k8sRun) crioInstall(t *testing.T) {
 	summary("crio install", "agent pod Ready %s after kubectl apply, primary wrapped (%d delegates) at %s, 2 pods adopted; adopted pods deleted (CRI-O's DEL went to the primary): "+
 		"records reclaimed by the agent %s later (%d RECLAIMs, %g passes, %g runtime errors); 4 ADDs through Catena, 4 IPs, 4 records; "+
 		"seed failure: plain %d retries in %s, %d IPs held; Catena %d retries in %s, %d IPs held beside the 4 pods' (%d records, %d veths); fault lifted: Running through Catena in %s",
-		ready.Round(time.Millisecond), len(delegates), wrapped.Round(time.Millisecond), reclaimed.Round(time.Second), reclaims, passes, runtimeErrors,
+		ready.Round(time.Millisecond), len(delegates), wrapped.Round(time.Millisecond), reclaimed.Round(time.Second), len(reclaims), passes, runtimeErrors,
 		r.plain.retries, crioRetryWindow, r.plain.heldIPs, retries, retried.Round(time.Second), len(held.IPs)-len(ips), len(held.Records), held.Veths, started.Round(time.Millisecond))
 }
 

@@ -129,7 +129,7 @@ func (r *k8sRun) flannelReconciler(t *testing.T) {
 	r.waitGone(t, "fweb")
 	r.waitFlannelClean(t, time.Minute)
 	summary("flannel reconciler", "containerd wiped with 2 flannel pods: recreated, peak %s; settled at one per pod %s after the wipe by %d RECLAIMs (portmap, flannel DEL) from the agent's container (10 s passes, 30 s grace); deleted: %s",
-		peak, settled.Round(time.Second), reclaims, r.flannelHeld(t))
+		peak, settled.Round(time.Second), len(reclaims), r.flannelHeld(t))
 }
 
 // flannelSubnetEnvMissing removes subnet.env (flanneld gone) with 2 pods

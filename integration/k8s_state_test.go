@@ -169,6 +169,8 @@ func (n *k8sNode) generated(t *testing.T) map[string]any {
 
 // summary prints a scenario's one-line summary, with its figures.
 func summary(scenario, format string, args ...any) {
-	line := fmt.Sprintf("K8S-SUMMARY %-22s "+format, append([]any{scenario + ":"}, args...)...)
+	// format goes to Sprintf as is, so that go vet checks every call's
+	// arguments against it.
+	line := fmt.Sprintf("K8S-SUMMARY %-22s %s", scenario+":", fmt.Sprintf(format, args...))
 	fmt.Println(line) // in the test's output under -v; make test prints these lines
 }
