@@ -18,4 +18,5 @@
 //	traceparent.go  TraceID, SpanID, Parent: ParseTraceparent, the version-00 text, NewSpanID
 //	lists.go        ParseTracestate and ParseBaggage: the W3C list grammars and the bounds carried
 //	env.go          Context, FromEnv, AppendEnv and IsCarrier: the environment carriers
+//	root.go         RootTraceID: the trace of an operation that continues none
 package tracectx
