@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/catena-cni/catena/libchain/invoke"
 )
 
 // codeOf returns the CNI error code carried by err, or def.
@@ -20,6 +22,9 @@ func codeOf(err error, def uint) uint {
 // msgOf renders err for a message: a bare CNI error as its message and
 // details (not its JSON), anything else, wrapped or not, as err.Error().
 func msgOf(err error) string {
+	if xe, ok := err.(*invoke.ExitError); ok { //nolint:errorlint // only a bare one: its status adds nothing to the message
+		err = xe.Err
+	}
 	if te, ok := err.(*types.Error); ok { //nolint:errorlint // a wrapped CNI error is rendered with its wrapping, as err.Error()
 		if te.Details != "" {
 			return te.Msg + ": " + te.Details

@@ -27,6 +27,7 @@ type behaviour struct {
 	failGC                                  bool
 	hangAdd                                 bool // block until the ctx ends
 	code                                    uint // error code, default 100
+	exit                                    int  // exit status a failure carries (invoke.ExitError); 0 for none
 }
 
 // call is what the fake executor saw.
@@ -82,7 +83,11 @@ func (b behaviour) err(verb, typ string) error {
 	if code == 0 {
 		code = 100
 	}
-	return types.NewError(code, fmt.Sprintf("%s %s failed on purpose", typ, verb), "")
+	te := types.NewError(code, fmt.Sprintf("%s %s failed on purpose", typ, verb), "")
+	if b.exit != 0 {
+		return &invoke.ExitError{Err: te, Status: b.exit}
+	}
+	return te
 }
 
 func (f *fakeExec) Add(ctx context.Context, c Call) (types.Result, error) {

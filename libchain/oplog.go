@@ -10,6 +10,7 @@ import (
 
 	"github.com/catena-cni/catena/cache"
 	"github.com/catena-cni/catena/libchain/events"
+	"github.com/catena-cni/catena/libchain/invoke"
 	"github.com/catena-cni/catena/libchain/tracectx"
 )
 
@@ -169,6 +170,8 @@ func (t *opTrace) call(sp callSpan, index int, typ, verb string, end time.Time, 
 	c := OpCall{Index: index, Type: typ, Verb: verb, Duration: end.Sub(sp.start), SpanID: sp.id.String()}
 	if err != nil {
 		c.Error = BoundText(msgOf(err)) // the executor's own error
+		c.Code = codeOf(err, 0)
+		c.Exit, _ = invoke.ExitStatus(err)
 	}
 	t.mu.Lock()
 	c.StartOffset = sp.start.Sub(t.op.Start)

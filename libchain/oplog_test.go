@@ -21,13 +21,20 @@ func TestOperationSummary(t *testing.T) {
 	tests := []struct {
 		name      string
 		failAdd   string
+		fail      behaviour
 		wantOut   string
 		wantCalls []string
-		rollback  bool
+		// wantFailed is the failed call's error, code and exit status.
+		wantFailed *OpCall
+		rollback   bool
 	}{
 		{name: "success", wantOut: "ok", wantCalls: []string{"ADD ipam", "ADD portmap"}},
-		{name: "failure and rollback", failAdd: "portmap", wantOut: "error",
-			wantCalls: []string{"ADD ipam", "ADD portmap", "DEL portmap", "DEL ipam"}, rollback: true},
+		{name: "failure and rollback", failAdd: "portmap", fail: behaviour{failAdd: true}, wantOut: "error",
+			wantCalls: []string{"ADD ipam", "ADD portmap", "DEL portmap", "DEL ipam"}, rollback: true,
+			wantFailed: &OpCall{Error: "portmap ADD failed on purpose", Code: 100}},
+		{name: "a delegate's exit status and code", failAdd: "portmap", fail: behaviour{failAdd: true, code: 11, exit: 3}, wantOut: "error",
+			wantCalls: []string{"ADD ipam", "ADD portmap", "DEL portmap", "DEL ipam"}, rollback: true,
+			wantFailed: &OpCall{Error: "portmap ADD failed on purpose", Code: 11, Exit: 3}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -37,7 +44,7 @@ func TestOperationSummary(t *testing.T) {
 			var ops []Op
 			h.eng.OnOp = func(op Op) { ops = append(ops, op) }
 			if tc.failAdd != "" {
-				h.exec.set(tc.failAdd, behaviour{failAdd: true})
+				h.exec.set(tc.failAdd, tc.fail)
 			}
 			r := req(chainConf(t, "1.0.0", dIPAM, dPort), "c1")
 			_, err := h.eng.Add(context.Background(), r)
@@ -54,6 +61,14 @@ func TestOperationSummary(t *testing.T) {
 				calls = append(calls, c.Verb+" "+c.Type)
 			}
 			assert.Equal(t, tc.wantCalls, calls)
+			for _, c := range op.Calls {
+				if c.Verb == "ADD" && c.Type == tc.failAdd {
+					require.NotNil(t, tc.wantFailed)
+					assert.Equal(t, *tc.wantFailed, OpCall{Error: c.Error, Code: c.Code, Exit: c.Exit}, "the failed call")
+					continue
+				}
+				assert.Equal(t, OpCall{}, OpCall{Error: c.Error, Code: c.Code, Exit: c.Exit}, "%s %s succeeded", c.Verb, c.Type)
+			}
 			saves, removes := h.store.counts()
 			assert.Positive(t, saves)
 			assert.Equal(t, saves+removes, op.WriteCount, "every durable write and removal of the record is counted")

@@ -140,6 +140,13 @@ type OpCall struct {
 	Verb     string        `json:"verb"`
 	Duration time.Duration `json:"durationNs"`
 	Error    string        `json:"error,omitempty"`
+	// Code is the CNI error code of a failed call (the delegate's, or
+	// the one Catena gave a call it could not make); 0 for none.
+	Code uint `json:"code,omitempty"`
+	// Exit is the exit status of a delegate that ran and failed, -1 when
+	// a signal ended it; 0 when it succeeded or did not run to its end
+	// (not found, killed at its deadline).
+	Exit int `json:"exit,omitempty"`
 	// StartOffset is when the call began, from the operation's Start:
 	// with Duration, the call's span in time.
 	StartOffset time.Duration `json:"startNs,omitempty"`

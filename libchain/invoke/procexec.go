@@ -100,7 +100,7 @@ func (e *ProcExec) ExecPlugin(ctx context.Context, pluginPath string, stdinData 
 			return nil, types.NewError(types.ErrDecodingFailure, fmt.Sprintf("catena: the delegate printed more than %d bytes on stdout (%d): not a result or error catena accepts",
 				MaxResult, int64(len(stdout.buf))+stdout.dropped), "")
 		case err != nil:
-			return nil, pluginErr(err, stdout.buf, stderr.buf)
+			return nil, withStatus(err, pluginErr(err, stdout.buf, stderr.buf))
 		}
 		return stdout.buf, nil
 	}
@@ -193,7 +193,7 @@ func runningPoint(environ []string) string {
 
 // pluginErr is the error of a delegate that failed: the CNI error it
 // printed, else what it said on stderr, bounded (textbound).
-func pluginErr(err error, stdout, stderr []byte) error {
+func pluginErr(err error, stdout, stderr []byte) *types.Error {
 	emsg := types.Error{}
 	switch {
 	case len(stdout) == 0 && len(stderr) == 0:

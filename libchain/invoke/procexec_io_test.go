@@ -103,11 +103,15 @@ func TestProcExecOutput(t *testing.T) {
 		wantErr      string // "" = success
 		wantStderr   string
 		wantTrunc    int // bytes of stderr said to be dropped
+		// wantStatus is the exit status the error carries; nil for none.
+		wantStatus *int
 	}{
-		{"success with stderr", `echo diag >&2; echo '{"cniVersion":"1.0.0"}'`, "", "diag\n", 0},
-		{"error on stdout and stderr", `echo diag >&2; echo '{"code":7,"msg":"bad"}'; exit 1`, "bad", "diag\n", 0},
-		{"stderr past MaxStderr", `head -c 100000 /dev/zero | tr '\0' e >&2; echo '{"cniVersion":"1.0.0"}'`, "", strings.Repeat("e", MaxStderr), 100000 - MaxStderr},
-		{"stdout past MaxResult", `head -c 2000000 /dev/zero | tr '\0' ' '; echo '{"cniVersion":"1.0.0"}'`, "printed more than 1048576 bytes on stdout (2000023)", "", 0},
+		{"success with stderr", `echo diag >&2; echo '{"cniVersion":"1.0.0"}'`, "", "diag\n", 0, nil},
+		{"error on stdout and stderr", `echo diag >&2; echo '{"code":7,"msg":"bad"}'; exit 1`, "bad", "diag\n", 0, ptr(1)},
+		{"error with another status", `echo '{"code":11,"msg":"try later"}'; exit 3`, "try later", "", 0, ptr(3)},
+		{"killed by a signal", `kill -9 $$`, "plugin failed with no error message: signal: killed", "", 0, ptr(-1)},
+		{"stderr past MaxStderr", `head -c 100000 /dev/zero | tr '\0' e >&2; echo '{"cniVersion":"1.0.0"}'`, "", strings.Repeat("e", MaxStderr), 100000 - MaxStderr, nil},
+		{"stdout past MaxResult", `head -c 2000000 /dev/zero | tr '\0' ' '; echo '{"cniVersion":"1.0.0"}'`, "printed more than 1048576 bytes on stdout (2000023)", "", 0, nil},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -122,6 +126,13 @@ func TestProcExecOutput(t *testing.T) {
 				require.Error(t, err)
 				assert.Contains(t, msgOf(err), tt.wantErr)
 			}
+			status, ok := ExitStatus(err)
+			if assert.Equal(t, tt.wantStatus != nil, ok, "an exit status") && ok {
+				assert.Equal(t, *tt.wantStatus, status)
+				var te *types.Error
+				require.ErrorAs(t, err, &te, "the CNI error within")
+				assert.Equal(t, te.Error(), err.Error(), "renders as its CNI error")
+			}
 			got := stderr.String()
 			if tt.wantTrunc > 0 {
 				marker := fmt.Sprintf("\n... [truncated %d bytes] of the stderr of %s\n", tt.wantTrunc, filepath.Join(dir, name))
@@ -132,6 +143,8 @@ func TestProcExecOutput(t *testing.T) {
 		})
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
 
 // msgOf renders err as the engine does in a message: a bare CNI error as
 // its message and details, anything else as err.Error().
