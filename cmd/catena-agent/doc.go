@@ -15,6 +15,7 @@
 //	reconcile.go  run's node reconciler and /metrics
 //	events.go     run's Kubernetes Events, and the in-cluster client config
 //	secure.go     run's authenticated HTTPS /metrics
+//	traces.go     run's trace export, from the OTEL_* variables
 //	adopt.go      the adopter each pass runs over the runtime's libcni cache
 //	uninstall.go  uninstall: the generated file and the binaries removed under the interlock
 package main

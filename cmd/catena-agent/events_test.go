@@ -51,7 +51,7 @@ func TestJournalReadersCountOnOneSeries(t *testing.T) {
 	obs.handler.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/metrics", nil))
 
 	want := `
-# HELP catena_event_journal_skipped_lines_total Lines of the event journal that were not an operation (junk, torn or too long) and were skipped, by reader: metrics (the operation metrics) or events (the Kubernetes events, of which no event was made).
+# HELP catena_event_journal_skipped_lines_total Lines of the event journal that were not an operation (junk, torn or too long) and were skipped, by reader: metrics (the operation metrics), events (the Kubernetes events, of which no event was made) or traces (the trace export, which sent no span of it).
 # TYPE catena_event_journal_skipped_lines_total counter
 catena_event_journal_skipped_lines_total{reader="events"} 1
 catena_event_journal_skipped_lines_total{reader="metrics"} 1

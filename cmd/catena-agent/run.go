@@ -36,7 +36,13 @@ generated conflist someone else removes or changes is rewritten, with a
 warning and backoff. A conf dir whose host dir was deleted makes it exit 1.
 On SIGTERM it exits leaving every file in place.
 
-What each endpoint, metric and Event means: docs/kubernetes.md,
+With OTEL_EXPORTER_OTLP_ENDPOINT set, it sends each operation of the event
+journal as OpenTelemetry spans over OTLP (OTEL_EXPORTER_OTLP_PROTOCOL grpc
+or http/protobuf, OTEL_TRACES_SAMPLER, by default parentbased_always_off:
+only operations whose runtime sampled its span; OTEL_SERVICE_NAME,
+OTEL_RESOURCE_ATTRIBUTES), bounded and never in a CNI call's way.
+
+What each endpoint, metric, span and Event means: docs/kubernetes.md,
 docs/observability.md and docs/reconciler.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -66,6 +72,7 @@ docs/observability.md and docs/reconciler.md.`,
 				return err
 			}
 			events = append(events, secure...)
+			events = append(events, traceExport(cmd.Context(), e.getenv, f.cfg.Catena.CacheDir, ef.node, obs.metrics, log)...)
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
 				return fmt.Errorf("--listen-addr: %w", err)

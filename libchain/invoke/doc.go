@@ -13,6 +13,7 @@
 //	doc.go       this comment
 //	exec.go      Exec, the engine's Executor: Call, RuntimeArgs, finding a delegate in CNI_PATH, each call's environment with its own trace context, VERSION
 //	procexec.go  ProcExec, the CNI invoke package's Exec over spawn: timeouts, output bounds and grace (WithOutputGrace), the delegate's error
+//	exit.go      ExitError: a failed delegate's CNI error with its exit status
 //	spawn.go     one delegate's process without os/exec: vfork with a pidfd, ppoll loop, kill, reaping
 //	gate.go      the stdin gate: a delegate gets its request only once its caller opened the gate
 package invoke

@@ -73,7 +73,7 @@ func New() *Metrics {
 	m.opDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "catena_operation_duration_seconds",
 		Help: "Duration of Catena operations read from the event journal, by verb and outcome (ok or error).", Buckets: opBuckets}, []string{"verb", "outcome"})
 	m.skippedLines = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "catena_event_journal_skipped_lines_total",
-		Help: "Lines of the event journal that were not an operation (junk, torn or too long) and were skipped, by reader: metrics (the operation metrics) or events (the Kubernetes events, of which no event was made)."}, []string{"reader"})
+		Help: "Lines of the event journal that were not an operation (junk, torn or too long) and were skipped, by reader: metrics (the operation metrics), events (the Kubernetes events, of which no event was made) or traces (the trace export, which sent no span of it)."}, []string{"reader"})
 	m.netnsReplaced = counter("catena_teardown_netns_replaced_total",
 		"Teardowns run without CNI_NETNS because another namespace than the ADD's stood at the attachment's netns path (a reused path): the delegates freed IPs and rules and left that namespace alone.")
 	m.noRecordDels = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "catena_norecord_dels_total",
@@ -117,6 +117,7 @@ func New() *Metrics {
 const (
 	ReaderMetrics = "metrics" // NewJournalTail
 	ReaderEvents  = "events"  // the Kubernetes events' watcher
+	ReaderTraces  = "traces"  // the trace export (node/traces)
 )
 
 // JournalSkipped counts the journal lines that reader skipped because
