@@ -42,7 +42,8 @@ var catenaSeries = regexp.MustCompile(`\bcatena_[a-z_]+`)
 func exportedNames(t *testing.T) []string {
 	m := New()
 	NewJournalTail(t.TempDir(), m)
-	m.ObserveOp(events.Op{Verb: "ADD", Outcome: "ok", Duration: time.Millisecond})
+	m.ObserveOp(events.Op{Verb: "ADD", Outcome: "ok", Attachment: "podnet/c0ffee/eth0", Duration: time.Millisecond, LockWait: time.Millisecond,
+		Writes: time.Millisecond, WriteCount: 2, Calls: []events.OpCall{{Type: "bridge", Verb: "ADD", Duration: time.Millisecond}}})
 	m.ObservePass(&reconcile.Report{Start: time.Now(), Reclaimed: 1, Kept: 1, RuntimeError: "x", Retried: 1, RetryFailed: 1,
 		Abandoned: 1, Held: 1, OldestHeld: time.Second,
 		Counts: []reconcile.RecordCount{{Network: "podnet", Phase: string(cache.PhaseComplete), Count: 1}}})
