@@ -19,6 +19,7 @@ type Metrics struct {
 
 	ops           *prometheus.CounterVec
 	opDuration    *prometheus.HistogramVec
+	times         *opTimes
 	skippedLines  *prometheus.CounterVec
 	netnsReplaced prometheus.Counter
 	noRecordDels  *prometheus.CounterVec
@@ -109,6 +110,7 @@ func New() *Metrics {
 	}
 	m.Registry.MustRegister(m.ops, m.opDuration, m.skippedLines, m.noRecordDels, m.records, m.kept, m.retries, m.adoptions, m.conflistUndone,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.times = newOpTimes(m.Registry)
 	return m
 }
 
@@ -127,11 +129,13 @@ func (m *Metrics) JournalSkipped(reader string) prometheus.Counter {
 	return m.skippedLines.WithLabelValues(reader)
 }
 
-// ObserveOp counts one operation of the event journal.
+// ObserveOp counts one operation of the event journal, and times its
+// delegate calls, its lock wait and its record writes.
 func (m *Metrics) ObserveOp(op events.Op) {
 	verb, outcome := label(op.Verb), label(op.Outcome)
 	m.ops.WithLabelValues(verb, outcome).Inc()
 	m.opDuration.WithLabelValues(verb, outcome).Observe(op.Duration.Seconds())
+	m.times.observe(op)
 	m.netnsReplaced.Add(float64(len(op.NetNSReplaced)))
 	if r := op.NoRecordRelease; r != nil {
 		o := r.Outcome
@@ -142,11 +146,17 @@ func (m *Metrics) ObserveOp(op events.Op) {
 	}
 }
 
-// label bounds a label value taken from the journal: a line that parses
-// but carries a hostile verb must not blow up the series count.
-func label(s string) string {
-	switch s = strings.ToUpper(s); s {
-	case "ADD", "DEL", "CHECK", "STATUS", "GC", "REPAIR", "RETRY", "RECLAIM", "ABANDON", "OK", "ERROR":
+// opLabels are the verbs and outcomes of the journal's operations.
+var opLabels = []string{"ADD", "DEL", "CHECK", "STATUS", "GC", "REPAIR", "RETRY", "RECLAIM", "ABANDON", "OK", "ERROR"}
+
+// label bounds a verb or outcome taken from the journal: a line that
+// parses but carries a hostile verb must not blow up the series count.
+func label(s string) string { return oneOf(s, opLabels) }
+
+// oneOf is s in lower case if it is one of allowed (upper case, compared
+// in upper case), else "other".
+func oneOf(s string, allowed []string) string {
+	if s = strings.ToUpper(s); slices.Contains(allowed, s) {
 		return strings.ToLower(s)
 	}
 	return "other"

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -90,7 +91,8 @@ func TestObservePassAndLint(t *testing.T) {
 		Counts: []reconcile.RecordCount{{Network: "podnet", Phase: string(cache.PhaseComplete), Count: 7}, {Network: "podnet", Phase: "unreadable", Count: 1}}})
 	m.ObservePass(&reconcile.Report{Start: time.Now(), Kept: 5, EmptyList: true, Counts: []reconcile.RecordCount{{Network: "podnet", Phase: string(cache.PhaseComplete), Count: 6}}})
 	m.ObserveAdoption(3, 1, 0)
-	m.ObserveOp(events.Op{Verb: "ADD", Outcome: "ok", Duration: time.Millisecond})
+	m.ObserveOp(events.Op{Verb: "ADD", Outcome: "ok", Attachment: "podnet/c0ffee/eth0", Duration: time.Millisecond, LockWait: time.Millisecond,
+		Writes: time.Millisecond, WriteCount: 2, Calls: []events.OpCall{{Type: "bridge", Verb: "ADD", Duration: time.Millisecond}}})
 	assert.Equal(t, 2.0, testutil.ToFloat64(m.passes))
 	assert.Equal(t, 1.0, testutil.ToFloat64(m.passErrors))
 	assert.Equal(t, 3.0, testutil.ToFloat64(m.candidates))
@@ -206,8 +208,21 @@ func TestWritableSeesAFullOrReadOnlyFilesystem(t *testing.T) {
 	assert.Empty(t, entries, "the probe leaves nothing in the dir")
 }
 
-// gather returns the value of name's series (with dir=label if not empty).
+// gather returns the value of name's gauge (with dir=label if not empty).
 func gather(t *testing.T, m *Metrics, name, label string) float64 {
+	t.Helper()
+	labels := map[string]string{}
+	if label != "" {
+		labels["dir"] = label
+	}
+	s := series(t, m, name, labels)
+	require.NotNil(t, s, "no series %s %s", name, label)
+	return s.GetGauge().GetValue()
+}
+
+// series returns the series of family name whose labels are exactly
+// labels, or nil.
+func series(t *testing.T, m *Metrics, name string, labels map[string]string) *dto.Metric {
 	t.Helper()
 	mfs, err := m.Registry.Gather()
 	require.NoError(t, err)
@@ -216,13 +231,16 @@ func gather(t *testing.T, m *Metrics, name, label string) float64 {
 			continue
 		}
 		for _, s := range mf.GetMetric() {
-			if label == "" || (len(s.GetLabel()) == 1 && s.GetLabel()[0].GetValue() == label) {
-				return s.GetGauge().GetValue()
+			got := map[string]string{}
+			for _, l := range s.GetLabel() {
+				got[l.GetName()] = l.GetValue()
+			}
+			if assert.ObjectsAreEqual(labels, got) {
+				return s
 			}
 		}
 	}
-	require.Failf(t, "no series", "%s %s", name, label)
-	return 0
+	return nil
 }
 
 // TestNetNSReplacedCounted: every attachment an operation tore down without

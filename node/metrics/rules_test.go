@@ -42,7 +42,8 @@ var catenaSeries = regexp.MustCompile(`\bcatena_[a-z_]+`)
 func exportedNames(t *testing.T) []string {
 	m := New()
 	NewJournalTail(t.TempDir(), m)
-	m.ObserveOp(events.Op{Verb: "ADD", Outcome: "ok", Duration: time.Millisecond})
+	m.ObserveOp(events.Op{Verb: "ADD", Outcome: "ok", Attachment: "podnet/c0ffee/eth0", Duration: time.Millisecond, LockWait: time.Millisecond,
+		Writes: time.Millisecond, WriteCount: 2, Calls: []events.OpCall{{Type: "bridge", Verb: "ADD", Duration: time.Millisecond}}})
 	m.ObservePass(&reconcile.Report{Start: time.Now(), Reclaimed: 1, Kept: 1, RuntimeError: "x", Retried: 1, RetryFailed: 1,
 		Abandoned: 1, Held: 1, OldestHeld: time.Second,
 		Counts: []reconcile.RecordCount{{Network: "podnet", Phase: string(cache.PhaseComplete), Count: 1}}})
@@ -85,25 +86,59 @@ func TestAlertRulesUseExportedSeries(t *testing.T) {
 	assert.GreaterOrEqual(t, alerts, 8)
 }
 
+// dashPanel is the part of a Grafana panel the tests read; a row holds
+// its panels in Panels only while it is collapsed.
+type dashPanel struct {
+	ID      int    `json:"id"`
+	Type    string `json:"type"`
+	Title   string `json:"title"`
+	GridPos *struct {
+		X int `json:"x"`
+		Y int `json:"y"`
+		W int `json:"w"`
+		H int `json:"h"`
+	} `json:"gridPos"`
+	Panels  []dashPanel `json:"panels"`
+	Targets []struct {
+		Expr string `json:"expr"`
+	} `json:"targets"`
+}
+
 // TestDashboardUsesExportedSeries: the Grafana dashboard is JSON whose
-// every panel query reads series the agent exports.
+// every panel has a unique id, a title and a place in the grid, and reads
+// series the agent exports; a row (type row) queries nothing, and a
+// collapsed row's panels are checked as the others.
 func TestDashboardUsesExportedSeries(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join(monitoringDir, "catena-dashboard.json"))
 	require.NoError(t, err)
 	var dash struct {
-		UID    string `json:"uid"`
-		Panels []struct {
-			Title   string `json:"title"`
-			Targets []struct {
-				Expr string `json:"expr"`
-			} `json:"targets"`
-		} `json:"panels"`
+		UID    string      `json:"uid"`
+		Panels []dashPanel `json:"panels"`
 	}
 	require.NoError(t, json.Unmarshal(raw, &dash))
 	assert.Equal(t, "catena", dash.UID)
 	names := exportedNames(t)
-	require.GreaterOrEqual(t, len(dash.Panels), 6)
-	for _, p := range dash.Panels {
+	ids := map[int]string{}
+	graphs := 0
+	var check func(p dashPanel, inRow bool)
+	check = func(p dashPanel, inRow bool) {
+		require.NotEmpty(t, p.Title, "panel %d", p.ID)
+		require.NotNil(t, p.GridPos, "panel %q", p.Title)
+		assert.LessOrEqual(t, p.GridPos.X+p.GridPos.W, 24, "panel %q fits the grid's 24 columns", p.Title)
+		if other, dup := ids[p.ID]; dup {
+			assert.Failf(t, "duplicate panel id", "%q and %q are both %d", other, p.Title, p.ID)
+		}
+		ids[p.ID] = p.Title
+		if p.Type == "row" {
+			assert.False(t, inRow, "row %q inside a row", p.Title)
+			assert.Empty(t, p.Targets, "row %q queries nothing", p.Title)
+			for _, c := range p.Panels {
+				check(c, true)
+			}
+			return
+		}
+		graphs++
+		assert.Empty(t, p.Panels, "panel %q", p.Title)
 		require.NotEmpty(t, p.Targets, "panel %q", p.Title)
 		for _, tg := range p.Targets {
 			series := catenaSeries.FindAllString(tg.Expr, -1)
@@ -111,6 +146,17 @@ func TestDashboardUsesExportedSeries(t *testing.T) {
 			for _, s := range series {
 				assert.True(t, slices.Contains(names, trimSuffixes(s)), "panel %q reads %s, which the agent does not export", p.Title, s)
 			}
+		}
+	}
+	for _, p := range dash.Panels {
+		check(p, false)
+	}
+	assert.GreaterOrEqual(t, graphs, 6)
+	for i, a := range dash.Panels {
+		for _, b := range dash.Panels[i+1:] {
+			ga, gb := a.GridPos, b.GridPos
+			overlap := ga.X < gb.X+gb.W && gb.X < ga.X+ga.W && ga.Y < gb.Y+gb.H && gb.Y < ga.Y+ga.H
+			assert.False(t, overlap, "panels %q and %q overlap", a.Title, b.Title)
 		}
 	}
 }
