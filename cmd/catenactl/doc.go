@@ -1,7 +1,8 @@
 // Command catenactl is Catena's operator CLI: it lists and shows the
 // attachments Catena records, garbage-collects and repairs them without a
 // runtime, checks a node's setup (doctor), and reports the event journal as
-// statistics or Prometheus metrics. See `catenactl --help`.
+// statistics, Prometheus metrics or one attachment's waterfall. See
+// `catenactl --help`.
 //
 // Files:
 //
@@ -21,6 +22,7 @@
 //	doctor_state.go    doctor's cache dir check: modes, owners, symlinks, locks
 //	conf.go            the network config file with a catena entry, as a runtime picks it
 //	stats.go           stats: the event journal summarised over a window
+//	trace.go           trace: an attachment's last operations from the event journal, each as a waterfall of its steps
 //	metrics.go         metrics: the event journal and the records as Prometheus text
 //	output.go          JSON and table output, escaped for a terminal
 package main

@@ -11,6 +11,7 @@ import (
 
 	"github.com/catena-cni/catena/cache"
 	"github.com/catena-cni/catena/internal/clitest"
+	"github.com/catena-cni/catena/libchain/events"
 )
 
 // TestOutputWriteErrorFails: a write to stdout that fails (a full disk, a
@@ -20,7 +21,10 @@ func TestOutputWriteErrorFails(t *testing.T) {
 	f := newFixture(t)
 	f.save("c-stuck", "eth0", cache.PhaseNeedsTeardown, time.Hour, []string{"okplug", "badplug"}, cache.StepAdded, cache.StepDelFailed)
 	f.save("c-stuck", "net1", cache.PhaseComplete, time.Hour, []string{"okplug"}, cache.StepAdded)
-	writeEvents(t, f)
+	j := &events.Writer{CacheDir: f.cacheDir}
+	require.NoError(t, j.Append(events.Op{Verb: "ADD", Attachment: "podnet/c-stuck/eth0", Start: f.now.Add(-30 * time.Minute), Duration: 2 * ms,
+		Outcome: "ok", Calls: []events.OpCall{{Index: 0, Type: "okplug", Verb: "ADD", Duration: ms}}}))
+	writeEvents(t, f) // ends with a torn line
 	tests := []struct {
 		name   string
 		args   []string
@@ -33,6 +37,10 @@ func TestOutputWriteErrorFails(t *testing.T) {
 		{"stats: the lines skipped", []string{"stats", "--window", "1m"}, "unreadable"},
 		{"stats: a table", []string{"stats"}, "LOCK-WAIT-P50"},
 		{"list: the table", []string{"list"}, "c-stuck"},
+		{"trace: the attachment", []string{"trace", "c-stuck"}, "operation(s)"},
+		{"trace: a header", []string{"trace", "c-stuck"}, "total"},
+		{"trace: a row", []string{"trace", "c-stuck"}, "okplug"},
+		{"trace --json", []string{"trace", "c-stuck", "--json"}, "steps"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

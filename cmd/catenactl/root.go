@@ -73,8 +73,8 @@ cache dir, saying what each delegate of the chain really did.
 
 The config is read from --conf, or else from the first file in ` + defaultNetDir + `
 (in lexical order, as runtimes do) that has a catena entry; the cache dir is the
-config's cacheDir unless --cache-dir overrides it. list, show, stats and
-metrics need only the cache dir; gc and repair call the delegates, found in
+config's cacheDir unless --cache-dir overrides it. list, show, stats, trace
+and metrics need only the cache dir; gc and repair call the delegates, found in
 --cni-path, with the configs cached in each record.
 
 Output is a table for humans, or JSON with --json. Errors go to stderr. The
@@ -92,7 +92,7 @@ error.`,
 	pf.StringVar(&a.cacheDir, "cache-dir", "", "Catena's cache dir (default: the config's cacheDir)")
 	pf.StringVar(&a.cniPath, "cni-path", "", "where delegate plugins are found, a list like CNI_PATH (default: $CNI_PATH, else "+defaultCNIPath+")")
 	pf.BoolVar(&a.json, "json", false, "print JSON instead of a table")
-	root.AddCommand(a.listCmd(), a.showCmd(), a.gcCmd(), a.repairCmd(), a.doctorCmd(), a.statsCmd(), a.metricsCmd(), a.reconcileCmd())
+	root.AddCommand(a.listCmd(), a.showCmd(), a.gcCmd(), a.repairCmd(), a.doctorCmd(), a.statsCmd(), a.traceCmd(), a.metricsCmd(), a.reconcileCmd())
 	return root
 }
 

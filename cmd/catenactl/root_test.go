@@ -102,7 +102,7 @@ func TestHelp(t *testing.T) {
 	}
 	out, _, code := f.runRaw("--help")
 	require.Equal(t, 0, code)
-	for _, name := range []string{"list", "show", "gc", "repair", "doctor", "stats", "metrics"} {
+	for _, name := range []string{"list", "show", "gc", "repair", "doctor", "stats", "trace", "metrics"} {
 		assert.Contains(t, out, "\n  "+name+" ")
 	}
 }

@@ -36,6 +36,7 @@
 //
 //	doc.go     this description
 //	op.go      Op, OpCall, OpPod, OpRelease: what one line holds
+//	trace.go   Op.TraceOf: the trace an operation is exported in
 //	writer.go  Path, MaxLine, Writer.Append, OnOp and the rotation
 //	encode.go  encode: an Op as one line of at most MaxLine bytes
 //	lines.go   the line reader: scanLines, decode, Skipped

@@ -229,16 +229,10 @@ func derivedSpanID(opSpan, what string) trace.SpanID {
 	return id
 }
 
-// TraceIDOf is the trace op's spans are exported in: the one it continues,
-// else its root trace (tracectx.RootTraceID); "" when op has no span ID.
+// TraceIDOf is the trace op's spans are exported in (events.Op.TraceOf).
 func TraceIDOf(op events.Op) string {
-	if op.TraceID != "" {
-		return op.TraceID
-	}
-	if op.ParentSpanID != "" {
-		return tracectx.RootTraceID(op.ParentSpanID)
-	}
-	return tracectx.RootTraceID(op.SpanID)
+	id, _ := op.TraceOf()
+	return id
 }
 
 // ids are the trace and span IDs the next span started under a context
