@@ -25,7 +25,7 @@ export CATENA_CNI_PATH := $(CNI_BIN)
 export CATENA_BIN := $(BIN)
 export GOTOOLCHAIN := local
 
-.PHONY: all help build build-demo image plugins demo-deps flannel crio vet lint test test-unit test-integration test-k8s demo bench bench-node fuzz clean leak-demo soak
+.PHONY: all help build build-demo image plugins demo-deps flannel crio jaeger vet lint test test-unit test-integration test-k8s demo bench bench-node fuzz clean leak-demo soak
 
 ## all: the same as build
 all: build
@@ -60,10 +60,10 @@ image: build
 	bash scripts/image.sh
 
 # Everything make test needs: the demo's deps, then containerd, CRI-O,
-# buildah and Kubernetes (30 to 60 minutes cold by the load on the machine:
-# 43 min measured on a busy 2-core machine before CRI-O, which adds some
-# 13 min; seconds warm).
-## plugins: installs everything make test needs: demo-deps, flannel, containerd, CRI-O, buildah, Kubernetes, promtool (root; 30 to 60 min cold, seconds warm)
+# buildah, Kubernetes, promtool and Jaeger (30 to 60 minutes cold by the
+# load on the machine: 43 min measured on a busy 2-core machine before
+# CRI-O, which adds some 13 min, and Jaeger, some 10; seconds warm).
+## plugins: installs everything make test needs: demo-deps, flannel, containerd, CRI-O, buildah, Kubernetes, promtool, Jaeger (root; 30 to 60 min cold, seconds warm)
 plugins:
 	bash scripts/install-deps.sh
 
@@ -84,6 +84,18 @@ flannel:
 ## crio: CRI-O (crio, pinns, copyimg) into bin/crio/, conmon and runc from apt, from the Go module proxy or the pinned source beside the repo (root; about 13 min cold on 2 cores, seconds warm)
 crio:
 	bash scripts/install-crio.sh
+
+# Jaeger v2 (JAEGER_VERSION in scripts/versions.env) into bin/tools/, for
+# the integration tests that read back the spans sent to it
+# (integration/jaeger_test.go): built from the Go module proxy in a
+# throwaway module, as Jaeger's go.mod has replace directives that go
+# install refuses. make plugins runs it too. Measured on a loaded 2-core
+# machine: 6 min 41 s cold with its modules already downloaded (7.5 min of
+# CPU), 3 min to download them with a warm Go build cache, 20 s with both
+# warm, instant once built.
+## jaeger: Jaeger v2 (pinned) into bin/tools/, for the trace integration tests (no root; about 10 min cold on 2 cores, instant warm)
+jaeger:
+	bash scripts/install-jaeger.sh
 
 # Only what make demo runs: iptables, the reference plugins, cnitool.
 ## demo-deps: installs iptables (apt), the pinned reference plugins and cnitool into bin/ (root; 2 to 5 min cold, seconds warm)

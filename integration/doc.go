@@ -21,6 +21,7 @@
 //	                       failure, GC, STATUS and CHECK, hostPorts, restarts; bin/crio from `make crio`
 //	reconcile_             the node reconciler against a real runtime
 //	readme_                the README's shell blocks run
+//	jaeger_                a private Jaeger v2 (bin/tools/jaeger from `make jaeger`) and its query API, for traces
 //	k8s_                   TestKubernetesNode: a real single-node cluster, its scenarios and the chaos soak
 //	                       (k8s_soak_owner_: its owner check over the spy's log, and that check's tests)
 package integration

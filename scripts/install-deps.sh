@@ -18,6 +18,8 @@
 #   bin/k8s/   etcd and the Kubernetes components (scripts/install-k8s.sh)
 #   bin/tools/promtool, Prometheus's, for the alerting rules
 #                                               (scripts/install-promtool.sh)
+#   bin/tools/jaeger, Jaeger v2, for the integration tests' traces
+#                                               (scripts/install-jaeger.sh)
 #   /usr/lib/cni/  Debian 12's reference plugins (apt containernetworking-plugins,
 #              1.1.1: VERSION answers at most 1.0.0), which TestAutoVersions
 #              drives through "cniVersion": "auto"
@@ -41,5 +43,6 @@ bash "${repo}/scripts/install-crio.sh"
 bash "${repo}/scripts/install-buildah.sh"
 bash "${repo}/scripts/install-k8s.sh"
 bash "${repo}/scripts/install-promtool.sh"
+bash "${repo}/scripts/install-jaeger.sh"
 
 printf 'install-deps: done\n' >&2
