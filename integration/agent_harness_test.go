@@ -51,6 +51,8 @@ type agentNode struct {
 	binDir  string
 	confDir string
 	net     string // the primary's network name
+	// env is added to the environment of catena-agent run (OTEL_*, say).
+	env []string
 }
 
 // newAgentNode builds the dirs and, unless v is nil, starts containerd on
@@ -187,6 +189,9 @@ func (n *agentNode) spawnRun(extra ...string) *agentProc {
 	defer func() { _ = logf.Close() }()
 	p.cmd = exec.Command(filepath.Join(n.src, "catena-agent"), n.args("run", append([]string{"--listen-addr", addr, "--resync", "2s"}, extra...)...)...)
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	if n.env != nil {
+		p.cmd.Env = append(os.Environ(), n.env...)
+	}
 	require.NoError(n.t, p.cmd.Start())
 	go func() { _ = p.cmd.Wait(); close(p.exited) }()
 	n.t.Cleanup(func() {

@@ -313,14 +313,15 @@ func (j *jaeger) get(path string, data any) (int, error) {
 	return resp.StatusCode, nil
 }
 
-// Trace is the trace's spans (traceID in hex), by start time; errNoTrace
-// when Jaeger holds none of them.
+// Trace is the trace's spans (traceID in hex), by start time, as Jaeger
+// stored them (raw=true: no adjuster, whose deduplication would hide a
+// span sent twice); errNoTrace when Jaeger holds none of them.
 func (j *jaeger) Trace(t *testing.T, traceID string) ([]jaegerSpan, error) {
 	if t != nil {
 		t.Helper()
 	}
 	var traces []jaegerTraceJSON
-	status, err := j.get("/api/traces/"+url.PathEscape(traceID), &traces)
+	status, err := j.get("/api/traces/"+url.PathEscape(traceID)+"?raw=true", &traces)
 	if status == http.StatusNotFound {
 		return nil, errNoTrace
 	}

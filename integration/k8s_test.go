@@ -60,7 +60,7 @@ type seedFigures struct {
 // under kubelet, the seed failure under kubelet's retries, a kubelet
 // restart, an upgrade of the DaemonSet, the reconciler after a wiped
 // containerd, a forgotten teardown healed with no runtime, the agent's
-// metrics and the uninstall; then a second node on the same control plane,
+// metrics, its traces in a Jaeger and the uninstall; then a second node on the same control plane,
 // kubelet driving CRI-O (k8s_crio_test.go), with its plain primary, Catena
 // installed and uninstalled there, the node removed after; then the
 // containerd node switched to flannel's own plugin, Catena installed over
@@ -95,6 +95,7 @@ func TestKubernetesNode(t *testing.T) {
 		{"reconciler under kubelet", r.reconcilerUnderKubelet},
 		{"forgotten teardown", r.forgottenTeardown},
 		{"metrics", r.metrics},
+		{"traces", r.traces},
 		{"secure scrape", r.secureScrape},
 		{"uninstall", r.uninstall},
 		{"crio", r.crio},

@@ -47,15 +47,24 @@ func (p *agentProc) scrape() map[string]*dto.MetricFamily {
 // expfmt.
 func scrapeMetrics(t *testing.T, url string) map[string]*dto.MetricFamily {
 	t.Helper()
-	c := http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get(url)
-	require.NoError(t, err)
-	defer func() { _ = resp.Body.Close() }()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(resp.Body)
+	fams, err := tryScrape(url)
 	require.NoError(t, err)
 	return fams
+}
+
+// tryScrape is scrapeMetrics, its failure an error.
+func tryScrape(url string) (map[string]*dto.MetricFamily, error) {
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	return parser.TextToMetricFamilies(resp.Body)
 }
 
 // metric is the sum of name's samples whose labels include every

@@ -2,12 +2,10 @@ package installtest
 
 import (
 	"encoding/json"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/mod/module"
 	modzip "golang.org/x/mod/zip"
+
+	"github.com/catena-cni/catena/internal/silent"
 )
 
 const flannelModule = "github.com/flannel-io/cni-plugin"
@@ -30,33 +30,8 @@ func noFlannel(t *testing.T, dir string) {
 // answers: the probe's bound is all that ends a request to it.
 func silentProxy(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	var mu sync.Mutex
-	var conns []net.Conn
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = l.Close()
-		<-done
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	return "http://" + l.Addr().String() + "/"
+	addr, _ := silent.Listen(t, "127.0.0.1:0")
+	return "http://" + addr + "/"
 }
 
 // With no module proxy and no pinned source, install-flannel.sh stops
