@@ -27,6 +27,9 @@ import (
 //	minimal                 a static Go binary that prints one line
 //	noop <VERB>             the no-op delegate alone
 //	catena <VERB>           catena over three no-op delegates
+//	traced <VERB>           the same, called with a trace context in its
+//	                        environment (TRACEPARENT, TRACESTATE, BAGGAGE), as
+//	                        libcni v1.3.1 passes a traced runtime's span
 //
 // catena's share of a call is its median less the medians of the noop
 // alone for each delegate call it made (counted from its event journal in
@@ -51,7 +54,15 @@ type cpuKind struct {
 	// stdin is the config; prev is the result of the round's ADD.
 	stdin func(prev []byte) []byte
 	cache string // catena's cacheDir
+	// env is added to the call's environment.
+	env []string
 }
+
+// traceEnv is the trace context of the traced kinds: a sampled
+// traceparent, and a tracestate and baggage of the size a runtime's might
+// have.
+var traceEnv = []string{"TRACEPARENT=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+	"TRACESTATE=congo=t61rcWkgMzE,rojo=00f067aa0ba902b7", "BAGGAGE=k8s.pod.name=web-1,k8s.namespace.name=default"}
 
 // cpuSample is one run of one kind.
 type cpuSample struct {
@@ -152,8 +163,10 @@ func (b *bench) cpu(ctx context.Context) (_ *cpuResult, err error) {
 }
 
 // cpuKinds lists the calls of one round, in order: the ADD comes before the
-// CHECK and DEL of its attachment. With -cpu-alt, a second catena binary
-// ("alt") runs the same calls on a cacheDir of its own, in the same rounds.
+// CHECK and DEL of its attachment. catena's calls run again with a trace
+// context ("traced"), on a cacheDir of their own. With -cpu-alt, a second
+// catena binary ("alt") runs the same calls on a cacheDir of its own, in
+// the same rounds.
 func (b *bench) cpuKinds(env *cpuEnv) []cpuKind {
 	bin := func(name string) string { return filepath.Join(b.opts.cniPath, name) }
 	noopConf := fmt.Appendf(nil, `{"cniVersion":"1.1.0","name":%q,"type":"noop"}`, env.network)
@@ -162,35 +175,36 @@ func (b *bench) cpuKinds(env *cpuEnv) []cpuKind {
 	for _, v := range []string{"ADD", "DEL", "CHECK", "STATUS", "GC"} {
 		kinds = append(kinds, cpuKind{name: "noop " + v, bin: bin("noop"), verb: v, stdin: noop})
 	}
-	kinds = append(kinds, catenaKinds("catena", bin("catena"), env.network, env.cache)...)
+	kinds = append(kinds, catenaKinds("catena", bin("catena"), env.network, env.cache, nil)...)
+	kinds = append(kinds, catenaKinds("traced", bin("catena"), env.network, env.cache+"-traced", traceEnv)...)
 	if b.opts.cpuAlt != "" {
-		kinds = append(kinds, catenaKinds("alt", b.opts.cpuAlt, env.network, env.cache+"-alt")...)
+		kinds = append(kinds, catenaKinds("alt", b.opts.cpuAlt, env.network, env.cache+"-alt", nil)...)
 	}
 	return kinds
 }
 
-// inTurn is kinds in the order of round: with "alt" kinds, every other
-// round runs them before catena's, so that neither always runs first.
+// inTurn is kinds in the order of round: every other round runs the
+// "traced" and "alt" kinds before catena's, so that none always runs first.
 func inTurn(kinds []cpuKind, round int) []cpuKind {
 	if round%2 == 0 {
 		return kinds
 	}
-	var head, cat, alt []cpuKind
+	var head, cat, others []cpuKind
 	for _, k := range kinds {
 		switch {
 		case strings.HasPrefix(k.name, "catena "):
 			cat = append(cat, k)
-		case strings.HasPrefix(k.name, "alt "):
-			alt = append(alt, k)
+		case strings.HasPrefix(k.name, "alt "), strings.HasPrefix(k.name, "traced "):
+			others = append(others, k)
 		default:
 			head = append(head, k)
 		}
 	}
-	return append(append(head, alt...), cat...)
+	return append(append(head, others...), cat...)
 }
 
 // catenaKinds are the calls of one catena binary over three noops.
-func catenaKinds(label, path, network, cacheDir string) []cpuKind {
+func catenaKinds(label, path, network, cacheDir string, env []string) []cpuKind {
 	conf := fmt.Sprintf(`{"cniVersion":"1.1.0","name":%q,"type":"catena","cacheDir":%q,`+
 		`"delegates":[{"type":"noop"},{"type":"noop"},{"type":"noop"}]`, network, cacheDir)
 	plain := func(extra string) func([]byte) []byte {
@@ -202,7 +216,7 @@ func catenaKinds(label, path, network, cacheDir string) []cpuKind {
 	attached := func(r int) string { return fmt.Sprintf("%s%d", label, r) }
 	never := func(r int) string { return fmt.Sprintf("%s-none%d", label, r) }
 	k := func(verb, suffix string, attach func(int) string, stdin func([]byte) []byte) cpuKind {
-		return cpuKind{name: label + " " + verb + suffix, bin: path, verb: verb, catena: true, attach: attach, stdin: stdin, cache: cacheDir}
+		return cpuKind{name: label + " " + verb + suffix, bin: path, verb: verb, catena: true, attach: attach, stdin: stdin, cache: cacheDir, env: env}
 	}
 	return []cpuKind{
 		k("ADD", "", attached, plain("")),
@@ -224,6 +238,7 @@ func (env *cpuEnv) run(kind cpuKind, attach string, stdin []byte, underPerf bool
 	if attach != "" {
 		envv = append(envv, "CNI_CONTAINERID="+attach, "CNI_IFNAME=eth0", "CNI_NETNS="+env.netns)
 	}
+	envv = append(envv, kind.env...)
 	if !underPerf {
 		return env.runTraced(kind.bin, envv, stdin)
 	}
@@ -462,7 +477,8 @@ func (r *results) reportCPU(w *reportWriter) bool {
 	w.printf("share/minimal: over the minimal static Go binary. Target <= %.1fx for every catena call: %s\n", cpuTarget, verdict(ok))
 	w.printf("rusage: wait4 utime+stime of the call run without perf; peak RSS: its VmHWM at exit, the process alone; catena binary %.1f MB\n",
 		float64(c.binSize)/1e6)
-	for _, label := range []string{"catena", "alt"} {
+	reportTraced(w, rows)
+	for _, label := range []string{"catena", "traced", "alt"} {
 		check, nr, found := checkAgainstNoRecord(rows, label)
 		if !found {
 			continue
@@ -473,6 +489,27 @@ func (r *results) reportCPU(w *reportWriter) bool {
 			label, check, nr, check/nr, verdict(met))
 	}
 	return ok
+}
+
+// reportTraced prints, for each catena call, its share with a trace
+// context against without: what carrying the context costs.
+func reportTraced(w *reportWriter, rows []cpuRow) {
+	shares := map[string]float64{}
+	for _, row := range rows {
+		shares[row.name] = row.share
+	}
+	var parts []string
+	for _, row := range rows {
+		verb, ok := strings.CutPrefix(row.name, "catena ")
+		traced, found := shares["traced "+verb]
+		if !ok || !found {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s %+.3fms (%.2fx)", verb, traced-row.share, traced/row.share))
+	}
+	if len(parts) > 0 {
+		w.printf("with a trace context (traced) against without (catena), catena's share: %s\n", strings.Join(parts, ", "))
+	}
 }
 
 // checkAgainstNoRecord returns the shares (ms) of label's CHECK and of its
