@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -311,6 +312,18 @@ func (j *jaeger) get(path string, data any) (int, error) {
 		return resp.StatusCode, fmt.Errorf("GET %s: data: %w", path, err)
 	}
 	return resp.StatusCode, nil
+}
+
+// TraceJSON is the query API's answer for the trace, as it sent it (raw).
+func (j *jaeger) TraceJSON(t *testing.T, traceID string) []byte {
+	t.Helper()
+	resp, err := j.client.Get("http://" + j.Query + "/api/traces/" + url.PathEscape(traceID) + "?raw=true")
+	require.NoError(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
+	return b
 }
 
 // Trace is the trace's spans (traceID in hex), by start time, as Jaeger

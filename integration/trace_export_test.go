@@ -270,6 +270,11 @@ func TestTraceThroughCatenaInJaeger(t *testing.T) {
 	for _, k := range kids[5:] {
 		assert.False(t, k.Error, k.Name)
 	}
+	// The trace as Jaeger returns it, for the docs' picture
+	// (tools/traceplot).
+	artifact := filepath.Join(binDirOf(t), "trace-failed-add.json")
+	require.NoError(t, os.WriteFile(artifact, tn.j.TraceJSON(t, failSpan.TraceID().String()), 0o644))
+	t.Logf("the failed ADD's trace, as Jaeger's query API returns it: %s", artifact)
 
 	// A parent that is not sampled: catena's operation is not exported.
 	quietRT := tn.rt(quietID)
@@ -293,7 +298,11 @@ func TestTraceThroughCatenaInJaeger(t *testing.T) {
 	assert.True(t, strings.HasSuffix(tp["ADD "+quietID], "-00"), "with its flags")
 
 	// catenactl shows the same trace from the journal.
-	out := run(t, filepath.Join(tn.src, "catenactl"), "trace", "--cache-dir", tn.w.cacheDir, okID)
+	out := run(t, filepath.Join(tn.src, "catenactl"), "trace", "--cache-dir", tn.w.cacheDir, "--last", "2", failID)
+	t.Logf("catenactl trace of the failed ADD's pod:\n%s", out)
+	assert.Contains(t, out, failSpan.TraceID().String())
+	assert.Contains(t, out, "injected ADD failure")
+	out = run(t, filepath.Join(tn.src, "catenactl"), "trace", "--cache-dir", tn.w.cacheDir, okID)
 	assert.Contains(t, out, okSpan.TraceID().String())
 	assert.Contains(t, out, "ADD spy")
 	assert.Equal(t, 1.0, tn.agent.metric("catena_trace_export_enabled"))
