@@ -222,3 +222,86 @@ func TestTraceExportFaults(t *testing.T) {
 	t.Logf("TRACE-FAULTS %s%v export calls failed while it was stopped or never answered; the outage's %d operations all in Jaeger %s after it was back, none twice; agent restarted mid-burst: %d of %d exported, none twice",
 		b.String(), failed, len(missed), resumed.Round(time.Millisecond), found, faultBurst)
 }
+
+// agentCPU is the agent's CPU time so far (utime+stime, /proc/<pid>/stat).
+func (tn *traceFaultNode) agentCPU(t *testing.T) time.Duration {
+	t.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", tn.agent.cmd.Process.Pid))
+	require.NoError(t, err)
+	// the fields after the command, which is in parentheses
+	f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
+	utime, err := strconv.ParseInt(f[11], 10, 64)
+	require.NoError(t, err)
+	stime, err := strconv.ParseInt(f[12], 10, 64)
+	require.NoError(t, err)
+	return time.Duration(utime+stime) * 10 * time.Millisecond // USER_HZ 100
+}
+
+// TestTraceExportCost measures what exporting 1,000 operations costs the
+// agent: 1,000 ADDs of a three-delegate chain appended to the journal at
+// once, each 5 spans (the operation, its lock wait, 3 calls), sent to
+// Jaeger; the agent's CPU and resident set before and after, beside its CPU
+// over as long with nothing to send.
+func TestTraceExportCost(t *testing.T) {
+	const ops = 1000
+	j := startJaeger(t)
+	n := newAgentNode(t, nil)
+	tn := &traceFaultNode{agentNode: n, j: j}
+	n.env = []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + j.OTLPGRPC, "OTEL_EXPORTER_OTLP_PROTOCOL=grpc",
+		"OTEL_SERVICE_NAME=catena-" + n.w.id, "OTEL_TRACES_SAMPLER=parentbased_always_on"}
+	n.writePrimary(n.primary())
+	tn.startAgent(t)
+	tn.list = n.w.catenaList(n.net, "1.1.0", fmt.Sprintf(`{"type":"spy","logDir":%q}`, t.TempDir()))
+	tn.burst(t, "first", nil) // the journal's directory, and a warm agent
+	waitFor(t, "the first burst exported", 30*time.Second, 100*time.Millisecond, func() error {
+		if q := tn.agent.metric("catena_trace_spans_exported_total"); q < 3*faultBurst {
+			return fmt.Errorf("%v spans", q)
+		}
+		return nil
+	})
+	exported := tn.agent.metric("catena_trace_spans_exported_total")
+
+	idle0 := tn.agentCPU(t)
+	time.Sleep(5 * time.Second)
+	idle := tn.agentCPU(t) - idle0
+
+	w := &events.Writer{CacheDir: n.w.cacheDir}
+	t0 := time.Now()
+	for i := range ops {
+		op := events.Op{Verb: "ADD", Attachment: fmt.Sprintf("%s/%s-cost-%d/eth0", n.net, n.w.id, i), Start: t0, Duration: 40 * time.Millisecond,
+			LockWait: time.Millisecond, Writes: 2 * time.Millisecond, WriteCount: 3, Outcome: "ok", SpanID: fmt.Sprintf("%016x", 0xc0570000+i),
+			Pod: &events.OpPod{Namespace: "default", Name: fmt.Sprintf("web-%d", i), UID: fmt.Sprintf("uid-%d", i)}}
+		for c, typ := range []string{"bridge", "portmap", "tuning"} {
+			op.Calls = append(op.Calls, events.OpCall{Index: c, Type: typ, Verb: "ADD", StartOffset: time.Duration(2+12*c) * time.Millisecond,
+				Duration: 10 * time.Millisecond, SpanID: fmt.Sprintf("%016x", 0xca110000+3*i+c)})
+		}
+		require.NoError(t, w.Append(op))
+	}
+	cpu0, rss0 := tn.agentCPU(t), tn.rssKiB(t)
+	want := exported + 5*ops
+	took := waitFor(t, "the 1,000 operations exported", time.Minute, 50*time.Millisecond, func() error {
+		if got := tn.agent.metric("catena_trace_spans_exported_total"); got < want {
+			return fmt.Errorf("%v of %v spans", got, want)
+		}
+		return nil
+	})
+	cpu, rss := tn.agentCPU(t)-cpu0, tn.rssKiB(t)
+	assert.Equal(t, want, tn.agent.metric("catena_trace_spans_exported_total"), "each span once")
+	found, dup := tn.exported(t, []string{tracesOf(0xc0570000, 1)[0], tracesOf(0xc0570000+ops-1, 1)[0]})
+	assert.Equal(t, 2, found, "the first and the last in Jaeger")
+	assert.Zero(t, dup)
+	assert.LessOrEqual(t, rss, rss0+agentRSSBound, "the agent's memory stays bounded")
+	t.Logf("TRACE-COST %d operations (%d spans) exported in %s: agent CPU %s (%s per 1,000 operations; idle %s per 5 s), RSS %d KiB before, %d KiB after (%+d KiB)",
+		ops, 5*ops, took.Round(time.Millisecond), cpu, cpu*1000/ops, idle, rss0, rss, rss-rss0)
+}
+
+// tracesOf are the root traces of n operations whose span IDs count up
+// from first (as TestTraceExportCost names them).
+func tracesOf(first, n int) []string {
+	var out []string
+	for i := range n {
+		id, _ := events.Op{SpanID: fmt.Sprintf("%016x", first+i)}.TraceOf()
+		out = append(out, id)
+	}
+	return out
+}
