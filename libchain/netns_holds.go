@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -22,12 +23,48 @@ var _ NetNSHoldsFunc = NetNSHolds
 // its own: onNetNSThread; root). No interface of that name is false, not an
 // error.
 func NetNSHolds(path, ifname string, ips map[string]bool) (bool, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	byIface, err := netnsAddrs(path)
 	if err != nil {
-		return false, fmt.Errorf("netns %s: %w", path, err)
+		return false, fmt.Errorf("netns %s: %s: %w", path, ifname, err)
+	}
+	for _, addr := range byIface[ifname] {
+		if ipn, ok := addr.(*net.IPNet); ok && ips[ipn.IP.String()] {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// NetNSAddrs lists the addresses of every interface of the network
+// namespace whose file is at path (a /proc/<pid>/ns/net or a bind mount),
+// without their prefix, from inside it (root).
+func NetNSAddrs(path string) ([]netip.Addr, error) {
+	byIface, err := netnsAddrs(path)
+	if err != nil {
+		return nil, fmt.Errorf("netns %s: %w", path, err)
+	}
+	var out []netip.Addr
+	for _, addrs := range byIface {
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok {
+				if ip, ok := netip.AddrFromSlice(ipn.IP); ok {
+					out = append(out, ip.Unmap())
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// netnsAddrs are the addresses of each interface of the namespace at path,
+// by name (inNetNS, on a thread of its own: onNetNSThread).
+func netnsAddrs(path string) (map[string][]net.Addr, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
 	}
 	defer func() { _ = f.Close() }()
-	var addrs []net.Addr
+	byIface := map[string][]net.Addr{}
 	err = onNetNSThread(func() (bool, error) {
 		return inNetNS(f, func() error {
 			ifaces, err := net.Interfaces()
@@ -35,23 +72,16 @@ func NetNSHolds(path, ifname string, ips map[string]bool) (bool, error) {
 				return err
 			}
 			for _, iface := range ifaces {
-				if iface.Name == ifname {
-					addrs, err = iface.Addrs()
-					return err
+				addrs, err := iface.Addrs()
+				if err != nil {
+					return fmt.Errorf("%s: %w", iface.Name, err)
 				}
+				byIface[iface.Name] = addrs
 			}
 			return nil
 		})
 	})
-	if err != nil {
-		return false, fmt.Errorf("netns %s: %s: %w", path, ifname, err)
-	}
-	for _, addr := range addrs {
-		if ipn, ok := addr.(*net.IPNet); ok && ips[ipn.IP.String()] {
-			return true, nil
-		}
-	}
-	return false, nil
+	return byIface, err
 }
 
 // inNetNS runs fn in f's namespace on the current (locked) thread and

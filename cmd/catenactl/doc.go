@@ -23,6 +23,7 @@
 //	conf.go            the network config file with a catena entry, as a runtime picks it
 //	stats.go           stats: the event journal summarised over a window
 //	trace.go           trace: an attachment's last operations from the event journal, each as a waterfall of its steps
+//	leaks.go           leaks: what the networks hold that no sandbox owns; repair --from-report
 //	metrics.go         metrics: the event journal and the records as Prometheus text
 //	output.go          JSON and table output, escaped for a terminal
 package main

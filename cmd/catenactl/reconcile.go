@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -60,19 +61,8 @@ decision. Exits 1 if the pass met an error.`,
 				return err
 			}
 			opts.CNIPath = a.resolveCNIPath()
-			if endpoint == autoEndpoint {
-				sockets := a.runtimeSockets
-				if sockets == nil {
-					sockets = reconcile.DefaultEndpoints()
-				}
-				c, _, err := reconcile.ResolveAuto(cmd.Context(), sockets, reconcile.AutoSources{Kubelet: a.kubelet})
-				if err != nil {
-					return err
-				}
-				if !c.Found {
-					return fmt.Errorf("--runtime-endpoint auto: no runtime socket found (%s): name one", strings.Join(c.Passed, "; "))
-				}
-				endpoint = c.Endpoint
+			if endpoint, err = a.resolveEndpoint(cmd.Context(), endpoint); err != nil {
+				return err
 			}
 			r, lister, err := reconcile.NewNode(reconcile.NodeConfig{CacheDir: cacheDir, RuntimeEndpoint: endpoint, Options: opts,
 				Log: slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), DelegateStderr: a.stderr})
@@ -122,4 +112,23 @@ func printReconcile(w io.Writer, rep *reconcile.Report) error {
 		rep.Records, rep.InScope, rep.Sandboxes, rep.Candidates, rep.Marked, rep.Reclaimed, rep.Kept, rep.Retried, rep.RetryFailed, rep.Held,
 		rep.Duration.Round(time.Millisecond))
 	return err
+}
+
+// resolveEndpoint is endpoint, or for auto the node's runtime socket.
+func (a *app) resolveEndpoint(ctx context.Context, endpoint string) (string, error) {
+	if endpoint != autoEndpoint {
+		return endpoint, nil
+	}
+	sockets := a.runtimeSockets
+	if sockets == nil {
+		sockets = reconcile.DefaultEndpoints()
+	}
+	c, _, err := reconcile.ResolveAuto(ctx, sockets, reconcile.AutoSources{Kubelet: a.kubelet})
+	if err != nil {
+		return "", err
+	}
+	if !c.Found {
+		return "", fmt.Errorf("--runtime-endpoint auto: no runtime socket found (%s): name one", strings.Join(c.Passed, "; "))
+	}
+	return c.Endpoint, nil
 }

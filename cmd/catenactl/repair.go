@@ -12,6 +12,7 @@ import (
 	"github.com/catena-cni/catena/cache"
 	"github.com/catena-cni/catena/cmd/internal/cli"
 	"github.com/catena-cni/catena/libchain"
+	"github.com/catena-cni/catena/node/leaks"
 )
 
 // abandonment is what `repair --abandon` did before repairing.
@@ -31,8 +32,12 @@ type repairOutput struct {
 func (a *app) repairCmd() *cobra.Command {
 	var container, ifname string
 	var index int
+	var l leakFlags
+	var fromReports []string
+	var confirmAfter time.Duration
+	var dryRun bool
 	cmd := &cobra.Command{
-		Use:   "repair [--abandon CONTAINER --delegate INDEX [--ifname IFNAME]]",
+		Use:   "repair [--abandon CONTAINER --delegate INDEX [--ifname IFNAME]] | --from-report R1 --from-report R2 ...",
 		Short: "Retry the teardown of every attachment of the config's network that needs it",
 		Long: `Retry, now, the teardown of every record of the config's network that needs it
 (a rollback or DEL that failed, or an operation whose process died), in strict
@@ -49,10 +54,32 @@ container's record abandoned (the record keeps the step, its last DEL error
 and when it was abandoned), then retries that record's teardown, which now
 continues past the step. Whatever that delegate still holds is left to the
 operator. --ifname is needed when the container has several attachments on
-the network.`,
+the network.
+
+--from-report R1 --from-report R2 ... releases leaks Catena did not make
+(see leaks): only the findings that are a leak in every report given (each
+written by leaks --output on this node, this boot), the reports at least
+--confirm-after apart, and a leak still in a fresh look at the node, with
+the same owner and delegate. Each is released under Catena's lock of its
+owner's attachment, after checking it is still there as the reports saw it,
+by the DEL of the delegate that made it (the network's config as the conf dir
+has it, the owner's container ID and ifname, no CNI_NETNS): host-local frees
+that owner's reservation, portmap removes that owner's chain. No file,
+address or rule is removed otherwise. Every release is journaled (RELEASE).
+Exits 1 if a release failed: its findings are still held. --dry-run checks
+everything and DELs nothing.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f := cmd.Flags()
+			if len(fromReports) > 0 {
+				if container != "" {
+					return cli.Usagef("--from-report and --abandon are two repairs: run them one at a time")
+				}
+				return a.repairFromReports(cmd.Context(), &l, fromReports, confirmAfter, dryRun)
+			}
+			if f.Changed("confirm-after") || f.Changed("dry-run") || f.Changed("min-age") {
+				return cli.Usagef("--confirm-after, --dry-run and --min-age go with --from-report")
+			}
 			if container == "" && (f.Changed("delegate") || f.Changed("ifname")) {
 				return cli.Usagef("--delegate and --ifname go with --abandon")
 			}
@@ -98,6 +125,10 @@ the network.`,
 	f.StringVar(&container, "abandon", "", "container whose delegate to abandon")
 	f.IntVar(&index, "delegate", -1, "with --abandon: index of the delegate in the chain (0 is the first)")
 	f.StringVar(&ifname, "ifname", "", "with --abandon: the attachment's interface name")
+	f.StringArrayVar(&fromReports, "from-report", nil, "a report of leaks --output; give two at least, --confirm-after apart")
+	f.DurationVar(&confirmAfter, "confirm-after", leaks.DefaultConfirmAfter, "with --from-report: how far apart the reports must be")
+	f.BoolVar(&dryRun, "dry-run", false, "with --from-report: check everything, DEL nothing")
+	l.register(cmd)
 	return cmd
 }
 

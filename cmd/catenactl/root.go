@@ -92,7 +92,7 @@ error.`,
 	pf.StringVar(&a.cacheDir, "cache-dir", "", "Catena's cache dir (default: the config's cacheDir)")
 	pf.StringVar(&a.cniPath, "cni-path", "", "where delegate plugins are found, a list like CNI_PATH (default: $CNI_PATH, else "+defaultCNIPath+")")
 	pf.BoolVar(&a.json, "json", false, "print JSON instead of a table")
-	root.AddCommand(a.listCmd(), a.showCmd(), a.gcCmd(), a.repairCmd(), a.doctorCmd(), a.statsCmd(), a.traceCmd(), a.metricsCmd(), a.reconcileCmd())
+	root.AddCommand(a.listCmd(), a.showCmd(), a.gcCmd(), a.repairCmd(), a.doctorCmd(), a.statsCmd(), a.traceCmd(), a.metricsCmd(), a.reconcileCmd(), a.leaksCmd())
 	return root
 }
 

@@ -1,0 +1,160 @@
+package leaks
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/spf13/afero"
+
+	"github.com/catena-cni/catena/fileutil"
+)
+
+// DefaultHostLocalDir is host-local's dataDir when its config names none.
+const DefaultHostLocalDir = "/var/lib/cni/networks"
+
+// maxConf bounds a config file read from the conf dir.
+const maxConf = 1 << 20
+
+// network is one network's config as the conf dir has it: its plugins,
+// the delegates of catena's entry when it wraps them.
+type network struct {
+	Name       string
+	CNIVersion string
+	File       string
+	Plugins    []json.RawMessage
+}
+
+// plugin is what a finding needs of a plugin's config.
+type plugin struct {
+	Type string `json:"type"`
+	IPAM *struct {
+		Type    string `json:"type"`
+		DataDir string `json:"dataDir"`
+	} `json:"ipam"`
+	Delegates []json.RawMessage `json:"delegates"`
+}
+
+// readNetworks reads every .conflist and .conf of dir: a catena entry's
+// delegates stand for it. A file that does not parse is an input error,
+// not a network.
+func readNetworks(fsys afero.Fs, dir string) (map[string]*network, Input) {
+	in := Input{What: "network configs", Where: dir}
+	nets := map[string]*network{}
+	entries, err := afero.ReadDir(fsys, dir)
+	if err != nil {
+		in.Error = err.Error()
+		return nets, in
+	}
+	var bad []string
+	for _, e := range entries {
+		name := e.Name()
+		if !e.Mode().IsRegular() || (!strings.HasSuffix(name, ".conflist") && !strings.HasSuffix(name, ".conf")) {
+			continue
+		}
+		n, err := readNetwork(fsys, filepath.Join(dir, name))
+		if err != nil {
+			bad = append(bad, err.Error())
+			continue
+		}
+		if _, dup := nets[n.Name]; !dup { // the first in the runtime's order
+			nets[n.Name] = n
+			in.Count++
+		}
+	}
+	if len(bad) > 0 {
+		in.Error = strings.Join(bad, "; ")
+	}
+	return nets, in
+}
+
+func readNetwork(fsys afero.Fs, path string) (*network, error) {
+	b, err := fileutil.ReadSmallFile(fsys, path, maxConf, true)
+	if err != nil {
+		return nil, err
+	}
+	var c struct {
+		Name       string            `json:"name"`
+		CNIVersion string            `json:"cniVersion"`
+		Plugins    []json.RawMessage `json:"plugins"`
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if c.Plugins == nil && strings.HasSuffix(path, ".conf") {
+		c.Plugins = []json.RawMessage{b}
+	}
+	if c.Name == "" || len(c.Plugins) == 0 {
+		return nil, fmt.Errorf("%s: no name or no plugins", path)
+	}
+	n := &network{Name: c.Name, CNIVersion: c.CNIVersion, File: path, Plugins: c.Plugins}
+	if len(c.Plugins) == 1 {
+		var p plugin
+		if json.Unmarshal(c.Plugins[0], &p) == nil && p.Type == "catena" && len(p.Delegates) > 0 {
+			n.Plugins = p.Delegates
+		}
+	}
+	return n, nil
+}
+
+// hostLocalDelegate is the plugin of n whose ipam is host-local with its
+// data dir in dataDir, and that dir; nil when none is.
+func (n *network) hostLocalDirs() map[string]Delegate {
+	dirs := map[string]Delegate{}
+	for i, raw := range n.Plugins {
+		var p plugin
+		if json.Unmarshal(raw, &p) != nil {
+			continue
+		}
+		switch {
+		case p.IPAM != nil && p.IPAM.Type == "host-local":
+			dir := p.IPAM.DataDir
+			if dir == "" {
+				dir = DefaultHostLocalDir
+			}
+			if _, seen := dirs[dir]; !seen {
+				dirs[dir] = Delegate{Index: i, Type: p.Type}
+			}
+		case p.Type == "host-local":
+			// host-local as a plugin of its own has no dataDir of its own.
+		}
+	}
+	return dirs
+}
+
+// delegateOfType is the first plugin of n of type typ.
+func (n *network) delegateOfType(typ string) *Delegate {
+	for i, raw := range n.Plugins {
+		var p plugin
+		if json.Unmarshal(raw, &p) == nil && p.Type == typ {
+			return &Delegate{Index: i, Type: typ}
+		}
+	}
+	return nil
+}
+
+// pluginConf is plugin i of n as a delegate gets it on stdin: with the
+// network's name and cniVersion.
+func (n *network) pluginConf(i int) ([]byte, error) {
+	if i < 0 || i >= len(n.Plugins) {
+		return nil, fmt.Errorf("network %s has no plugin %d", n.Name, i)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(n.Plugins[i], &m); err != nil {
+		return nil, fmt.Errorf("network %s plugin %d: %w", n.Name, i, err)
+	}
+	m["name"], m["cniVersion"] = n.Name, n.CNIVersion
+	delete(m, "prevResult")
+	return json.Marshal(m)
+}
+
+func sortedNames(nets map[string]*network) []string {
+	names := make([]string, 0, len(nets))
+	for n := range nets {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}

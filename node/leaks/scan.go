@@ -1,0 +1,352 @@
+package leaks
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/containernetworking/cni/pkg/utils"
+	"github.com/spf13/afero"
+
+	"github.com/catena-cni/catena/cache"
+	"github.com/catena-cni/catena/fileutil"
+	"github.com/catena-cni/catena/libchain/libcnientry"
+	"github.com/catena-cni/catena/node/reconcile"
+)
+
+// DefaultMinAge is the age under which a finding is kept: an ADD may still
+// be running, or its sandbox not listed yet.
+const DefaultMinAge = 15 * time.Minute
+
+// maxReservation bounds a host-local reservation file: an ID and an ifname.
+const maxReservation = 4096
+
+// Scanner looks at one node.
+type Scanner struct {
+	Fs afero.Fs
+	// ConfDir holds the networks' configs; ResultsDir is the runtime's
+	// libcni cache; CacheDir is Catena's.
+	ConfDir, ResultsDir, CacheDir string
+	// Sandboxes lists the runtime's sandboxes; Runtime names it for the
+	// report.
+	Sandboxes reconcile.SandboxLister
+	Runtime   string
+	// NAT is `iptables-save -t nat`'s output; nil: portmap is not looked at.
+	NAT func(ctx context.Context) ([]byte, error)
+	// Addrs are the addresses in use in live network namespaces
+	// (LiveAddrs); nil: not looked at, and no reservation is a leak.
+	Addrs func() (map[netip.Addr]string, error)
+	// Node and BootID name the node and its boot.
+	Node, BootID string
+	MinAge       time.Duration
+	Now          func() time.Time
+}
+
+// look is what one scan read, before the verdicts.
+type look struct {
+	nets      map[string]*network
+	sandboxes map[string]struct{}
+	listErr   string
+	records   map[cache.Key]bool
+	// libcni are the cache entries' owners and their files.
+	libcni map[Owner]string
+	// addrs are the addresses in live namespaces; addrsErr why they
+	// are not known.
+	addrs    map[netip.Addr]string
+	addrsErr string
+}
+
+// Scan reads everything and judges each finding.
+func (s *Scanner) Scan(ctx context.Context) (*Report, error) {
+	now := s.Now
+	if now == nil {
+		now = time.Now
+	}
+	r := &Report{Version: ReportVersion, Node: s.Node, BootID: s.BootID, Time: now().UTC(), MinAge: s.MinAge, Findings: []Finding{}}
+	var lk look
+	var in Input
+	lk.nets, in = readNetworks(s.Fs, s.ConfDir)
+	r.Inputs = append(r.Inputs, in)
+
+	in = Input{What: "sandboxes", Where: s.Runtime}
+	ids, err := s.Sandboxes.SandboxIDs(ctx)
+	if err != nil {
+		in.Error, lk.listErr = err.Error(), "the runtime's sandboxes could not be listed: "+err.Error()
+	}
+	in.Count, lk.sandboxes = len(ids), ids
+	r.Inputs = append(r.Inputs, in)
+
+	recs, in := s.records()
+	lk.records = recs
+	r.Inputs = append(r.Inputs, in)
+	for k := range recs {
+		r.Findings = append(r.Findings, Finding{Kind: KindRecord, Owner: Owner{Network: k.Network, ContainerID: k.ContainerID, IfName: k.IfName},
+			Item: k.String(), Evidence: filepath.Join(s.CacheDir, "records"), Verdict: Keep,
+			Why: "Catena's own record: its reconciler tears it down by the record"})
+	}
+
+	entries, in := s.libcniEntries()
+	r.Inputs = append(r.Inputs, in)
+	lk.libcni = map[Owner]string{}
+	for _, f := range entries {
+		lk.libcni[f.Owner] = f.Item
+	}
+
+	in = Input{What: "addresses in live network namespaces", Where: "/proc/*/ns/net, /run/netns"}
+	if s.Addrs == nil {
+		lk.addrsErr = "the addresses of live namespaces were not looked at"
+	} else if lk.addrs, err = s.Addrs(); err != nil {
+		in.Error, lk.addrsErr = err.Error(), "the addresses of live namespaces could not all be read: "+err.Error()
+	}
+	in.Count = len(lk.addrs)
+	r.Inputs = append(r.Inputs, in)
+
+	for _, name := range sortedNames(lk.nets) {
+		n := lk.nets[name]
+		for dir, d := range n.hostLocalDirs() {
+			fs, in := s.hostLocal(n, dir, d)
+			r.Inputs = append(r.Inputs, in)
+			r.Findings = append(r.Findings, fs...)
+		}
+	}
+	if s.NAT != nil {
+		fs, in := s.portmap(ctx, lk.nets)
+		r.Inputs = append(r.Inputs, in)
+		r.Findings = append(r.Findings, fs...)
+	}
+	inherit(r.Findings)
+	for i := range entries {
+		entries[i].Verdict, entries[i].Why = Keep, "the runtime's own cache file: never removed here; its config is what the owner's delegates are DELed with"
+	}
+	r.Findings = append(r.Findings, entries...)
+	start := r.Time
+	for i := range r.Findings {
+		if r.Findings[i].Verdict == "" {
+			r.Findings[i].Verdict, r.Findings[i].Why = s.judge(r.Findings[i], &lk, start)
+		}
+	}
+	slices.SortStableFunc(r.Findings, func(a, b Finding) int {
+		return strings.Compare(a.Kind+a.Owner.Network+a.Item, b.Kind+b.Owner.Network+b.Item)
+	})
+	return r, nil
+}
+
+// judge is a finding's verdict: a leak only when everything says so; the
+// first doubt keeps it.
+func (s *Scanner) judge(f Finding, lk *look, now time.Time) (string, string) {
+	o := f.Owner
+	switch {
+	case o.ContainerID == "":
+		return Keep, "no owner: the file names no container"
+	case f.Delegate == nil:
+		return Keep, "no config of network " + o.Network + " names the delegate that made it"
+	case lk.listErr != "":
+		return Keep, lk.listErr
+	case len(lk.sandboxes) == 0:
+		return Keep, "the runtime lists no sandbox at all, which proves nothing"
+	}
+	if _, ok := lk.sandboxes[o.ContainerID]; ok {
+		return Keep, "the runtime has its sandbox"
+	}
+	for k := range lk.records {
+		if k.Network == o.Network && k.ContainerID == o.ContainerID {
+			return Keep, "Catena holds a record of " + k.String() + ": its reconciler decides"
+		}
+	}
+	for owner, entry := range lk.libcni {
+		if owner.Network == o.Network && owner.ContainerID == o.ContainerID {
+			return Keep, "the runtime's libcni cache still has an entry of it (" + entry + "): the runtime's DEL, or Catena's adoption, releases it"
+		}
+	}
+	if f.Kind == KindHostLocal {
+		if lk.addrsErr != "" {
+			return Keep, lk.addrsErr
+		}
+		if ip, err := netip.ParseAddr(f.Item); err != nil {
+			return Keep, "not an address: " + f.Item
+		} else if where, ok := lk.addrs[ip]; ok {
+			return Keep, "the address is on an interface in " + where
+		}
+	}
+	if held, err := s.lockHeld(cache.Key{Network: o.Network, ContainerID: o.ContainerID, IfName: o.IfName}); held || err != nil {
+		return Keep, fmt.Sprintf("Catena's lock of the attachment is held or cannot be read (%v)", err)
+	}
+	if f.Since.IsZero() || now.Sub(f.Since) < s.MinAge {
+		return Keep, fmt.Sprintf("younger than %s (since %s)", s.MinAge, f.Since.Format(time.RFC3339))
+	}
+	return Leak, fmt.Sprintf("no sandbox %s among the runtime's %d, no record, no lock held, %s old",
+		o.ContainerID, len(lk.sandboxes), now.Sub(f.Since).Round(time.Second))
+}
+
+// lockHeld reports whether the attachment's lock is held, without taking
+// it: a missing lock file is a free lock.
+func (s *Scanner) lockHeld(key cache.Key) (bool, error) {
+	if key.Validate() != nil {
+		return false, nil
+	}
+	locker := cache.NewFlockLocker(filepath.Join(s.CacheDir, cache.LocksDir))
+	if _, err := os.Lstat(locker.Path(key)); os.IsNotExist(err) {
+		return false, nil
+	}
+	u, err := locker.TryLock(key, cache.Holder{PID: os.Getpid(), Verb: "LEAKS", Since: time.Now()})
+	if err != nil {
+		return true, nil
+	}
+	return false, u.Unlock()
+}
+
+func (s *Scanner) records() (map[cache.Key]bool, Input) {
+	in := Input{What: "Catena's records", Where: filepath.Join(s.CacheDir, "records")}
+	recs := map[cache.Key]bool{}
+	if _, err := os.Stat(s.CacheDir); os.IsNotExist(err) {
+		return recs, in
+	}
+	st := cache.NewDiskStore(s.Fs, s.CacheDir, cache.NewFlockLocker(filepath.Join(s.CacheDir, cache.LocksDir)))
+	keys, err := st.List()
+	if err != nil {
+		in.Error = err.Error()
+	}
+	for _, k := range keys {
+		recs[k] = true
+	}
+	in.Count = len(recs)
+	return recs, in
+}
+
+// libcniEntries are the runtime's libcni cache entries, one finding each.
+func (s *Scanner) libcniEntries() ([]Finding, Input) {
+	in := Input{What: "libcni cache", Where: s.ResultsDir}
+	if s.ResultsDir == "" {
+		return nil, in
+	}
+	entries, err := afero.ReadDir(s.Fs, s.ResultsDir)
+	if err != nil {
+		if !os.IsNotExist(err) {
+			in.Error = err.Error()
+		}
+		return nil, in
+	}
+	var out []Finding
+	for _, e := range entries {
+		path := filepath.Join(s.ResultsDir, e.Name())
+		if libcnientry.Vet(path, e) != nil {
+			continue
+		}
+		data, _, err := libcnientry.Read(s.Fs, path)
+		if err != nil {
+			continue
+		}
+		var c struct {
+			ContainerID string `json:"containerId"`
+			IfName      string `json:"ifName"`
+			NetworkName string `json:"networkName"`
+			NetNS       string `json:"netns"`
+		}
+		if json.Unmarshal(data, &c) != nil || c.ContainerID == "" {
+			continue
+		}
+		in.Count++
+		out = append(out, Finding{Kind: KindLibcni, Owner: Owner{Network: c.NetworkName, ContainerID: c.ContainerID, IfName: c.IfName},
+			Item: e.Name(), Evidence: path, Since: e.ModTime().UTC()})
+	}
+	return out, in
+}
+
+// hostLocal reads network n's reservations in dir: files named by an IP,
+// each "<container ID>\r\n<ifname>" (host-local's disk store).
+func (s *Scanner) hostLocal(n *network, dir string, d Delegate) ([]Finding, Input) {
+	path := filepath.Join(dir, n.Name)
+	in := Input{What: "host-local reservations of " + n.Name, Where: path}
+	entries, err := afero.ReadDir(s.Fs, path)
+	if err != nil {
+		if !os.IsNotExist(err) {
+			in.Error = err.Error()
+		}
+		return nil, in
+	}
+	var out []Finding
+	for _, e := range entries {
+		ip, err := netip.ParseAddr(e.Name())
+		if err != nil || !e.Mode().IsRegular() {
+			continue // lock, last_reserved_ip.N
+		}
+		file := filepath.Join(path, e.Name())
+		b, err := fileutil.ReadSmallFile(s.Fs, file, maxReservation, true)
+		f := Finding{Kind: KindHostLocal, Owner: Owner{Network: n.Name}, Item: ip.String(), Evidence: file, Since: e.ModTime().UTC(), Delegate: &d}
+		if err != nil {
+			f.Verdict, f.Why = Keep, "unreadable: "+err.Error()
+		} else {
+			lines := strings.FieldsFunc(string(b), func(r rune) bool { return r == '\r' || r == '\n' })
+			if len(lines) > 0 && utils.ValidateContainerID(lines[0]) == nil {
+				f.Owner.ContainerID = lines[0]
+			}
+			if len(lines) > 1 && utils.ValidateInterfaceName(lines[1]) == nil {
+				f.Owner.IfName = lines[1]
+			}
+		}
+		in.Count++
+		out = append(out, f)
+	}
+	return out, in
+}
+
+// dnatComment is portmap's comment on its per-container DNAT chain's rules.
+var dnatComment = regexp.MustCompile(`^-A (CNI-DN-[0-9a-f]+) .*--comment "dnat name: \\"([^"\\]+)\\" id: \\"([^"\\]+)\\""`)
+
+// portmap finds portmap's per-container DNAT chains of the networks in
+// iptables-save's nat table.
+func (s *Scanner) portmap(ctx context.Context, nets map[string]*network) ([]Finding, Input) {
+	in := Input{What: "portmap's DNAT chains", Where: "iptables-save -t nat"}
+	out, err := s.NAT(ctx)
+	if err != nil {
+		in.Error = err.Error()
+		return nil, in
+	}
+	seen := map[string]bool{}
+	var fs []Finding
+	for line := range bytes.SplitSeq(out, []byte("\n")) {
+		m := dnatComment.FindSubmatch(line)
+		if m == nil || seen[string(m[1])] {
+			continue
+		}
+		seen[string(m[1])] = true
+		net, id := string(m[2]), string(m[3])
+		f := Finding{Kind: KindPortmap, Owner: Owner{Network: net, ContainerID: id}, Item: string(m[1]), Evidence: strings.TrimSpace(string(line))}
+		if n := nets[net]; n != nil {
+			f.Delegate = n.delegateOfType("portmap")
+		}
+		// iptables keeps no time: the chain is as old as the oldest of
+		// the owner's other findings (its reservation), else unknown.
+		in.Count++
+		fs = append(fs, f)
+	}
+	return fs, in
+}
+
+// inherit gives a finding that has no time of its own (a portmap chain)
+// the time and the ifname of the owner's host-local reservation on the
+// same network: what made both was one ADD.
+func inherit(fs []Finding) {
+	byOwner := map[[2]string]Finding{}
+	for _, f := range fs {
+		if f.Kind == KindHostLocal && f.Owner.ContainerID != "" {
+			byOwner[[2]string{f.Owner.Network, f.Owner.ContainerID}] = f
+		}
+	}
+	for i, f := range fs {
+		if f.Kind != KindPortmap {
+			continue
+		}
+		if r, ok := byOwner[[2]string{f.Owner.Network, f.Owner.ContainerID}]; ok {
+			fs[i].Since, fs[i].Owner.IfName = r.Since, r.Owner.IfName
+		}
+	}
+}
