@@ -22,6 +22,7 @@
 //	reconcile_             the node reconciler against a real runtime
 //	readme_                the README's shell blocks run
 //	jaeger_                a private Jaeger v2 (bin/tools/jaeger from `make jaeger`) and its query API, for traces
+//	leaks_                 leaks a plain chain made before Catena: catenactl leaks and repair --from-report on containerd
 //	trace_                 the agent's trace export into Jaeger: a libcni runtime's traced pods, and the collector's faults
 //	k8s_                   TestKubernetesNode: a real single-node cluster, its scenarios and the chaos soak
 //	                       (k8s_soak_owner_: its owner check over the spy's log, and that check's tests)

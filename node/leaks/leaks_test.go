@@ -59,7 +59,8 @@ func (n *node) reserve(ip, id, ifname string, at time.Time) {
 
 // chain adds portmap's DNAT chain of id to the nat table.
 func (n *node) chain(name, id string) {
-	n.nat += fmt.Sprintf("-A %s -p tcp -m comment --comment \"dnat name: \\\"net\\\" id: \\\"%s\\\"\" -m tcp --dport 8080 -j DNAT --to-destination 10.0.0.2:80\n", name, id)
+	n.nat += fmt.Sprintf(":%[1]s - [0:0]\n-A %[1]s -p tcp -m tcp --dport 8080 -j DNAT --to-destination 10.0.0.2:80\n"+
+		"-A CNI-HOSTPORT-DNAT -p tcp -m comment --comment \"dnat name: \\\"net\\\" id: \\\"%[2]s\\\"\" -m multiport --dports 8080 -j %[1]s\n", name, id)
 }
 
 type lister struct{ n *node }

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -106,6 +108,13 @@ func (r *Releaser) releaseOne(ctx context.Context, n *network, g *Released) (err
 	if err := json.Unmarshal(conf, &p); err != nil || p.Type != g.Delegate.Type {
 		return fmt.Errorf("network %s: plugin %d is %q now, not %s", o.Network, g.Delegate.Index, p.Type, g.Delegate.Type)
 	}
+	if g.Delegate.Type == "portmap" {
+		// portmap's DEL does nothing without the port mappings; it
+		// removes the chains it derives from the owner's container ID.
+		if conf, err = withPortMappings(conf, g.Findings); err != nil {
+			return err
+		}
+	}
 	key := cache.Key{Network: o.Network, ContainerID: o.ContainerID, IfName: o.IfName}
 	if err := key.Validate(); err != nil {
 		return fmt.Errorf("owner: %w", err)
@@ -202,4 +211,35 @@ func (r *Releaser) lock(ctx context.Context, key cache.Key) (func() error, error
 		return nil, fmt.Errorf("lock of %s: %w", key, err)
 	}
 	return u.Unlock, nil
+}
+
+// dnatPorts are the protocol and host ports of portmap's jump rule.
+var (
+	dnatProto = regexp.MustCompile(` -p (tcp|udp|sctp) `)
+	dnatPorts = regexp.MustCompile(` --dports ([0-9,]+) `)
+)
+
+// withPortMappings is conf with the runtimeConfig portmap's DEL needs: the
+// owner's port mappings as its jump rules name them.
+func withPortMappings(conf []byte, fs []Finding) ([]byte, error) {
+	var maps []map[string]any
+	for _, f := range fs {
+		proto, ports := dnatProto.FindStringSubmatch(f.Evidence), dnatPorts.FindStringSubmatch(f.Evidence)
+		if proto == nil || ports == nil {
+			return nil, fmt.Errorf("portmap %s: no protocol or port in its rule", f.Item)
+		}
+		for _, p := range strings.Split(ports[1], ",") {
+			n, err := strconv.Atoi(p)
+			if err != nil {
+				return nil, fmt.Errorf("portmap %s: port %q: %w", f.Item, p, err)
+			}
+			maps = append(maps, map[string]any{"hostPort": n, "containerPort": n, "protocol": proto[1]})
+		}
+	}
+	var m map[string]any
+	if err := json.Unmarshal(conf, &m); err != nil {
+		return nil, err
+	}
+	m["runtimeConfig"] = map[string]any{"portMappings": maps}
+	return json.Marshal(m)
 }

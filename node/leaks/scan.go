@@ -298,8 +298,9 @@ func (s *Scanner) hostLocal(n *network, dir string, d Delegate) ([]Finding, Inpu
 	return out, in
 }
 
-// dnatComment is portmap's comment on its per-container DNAT chain's rules.
-var dnatComment = regexp.MustCompile(`^-A (CNI-DN-[0-9a-f]+) .*--comment "dnat name: \\"([^"\\]+)\\" id: \\"([^"\\]+)\\""`)
+// dnatJump is portmap's rule that sends a container's host ports to its
+// DNAT chain, commented with the network and the container.
+var dnatJump = regexp.MustCompile(`^-A CNI-HOSTPORT-DNAT .*--comment "dnat name: \\"([^"\\]+)\\" id: \\"([^"\\]+)\\"".* -j (CNI-DN-[0-9a-f]+)`)
 
 // portmap finds portmap's per-container DNAT chains of the networks in
 // iptables-save's nat table.
@@ -313,13 +314,13 @@ func (s *Scanner) portmap(ctx context.Context, nets map[string]*network) ([]Find
 	seen := map[string]bool{}
 	var fs []Finding
 	for line := range bytes.SplitSeq(out, []byte("\n")) {
-		m := dnatComment.FindSubmatch(line)
-		if m == nil || seen[string(m[1])] {
+		m := dnatJump.FindSubmatch(line)
+		if m == nil || seen[string(m[3])] {
 			continue
 		}
-		seen[string(m[1])] = true
-		net, id := string(m[2]), string(m[3])
-		f := Finding{Kind: KindPortmap, Owner: Owner{Network: net, ContainerID: id}, Item: string(m[1]), Evidence: strings.TrimSpace(string(line))}
+		seen[string(m[3])] = true
+		net, id := string(m[1]), string(m[2])
+		f := Finding{Kind: KindPortmap, Owner: Owner{Network: net, ContainerID: id}, Item: string(m[3]), Evidence: strings.TrimSpace(string(line))}
 		if n := nets[net]; n != nil {
 			f.Delegate = n.delegateOfType("portmap")
 		}

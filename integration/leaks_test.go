@@ -1,0 +1,218 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/containernetworking/cni/libcni"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/catena-cni/catena/node/leaks"
+)
+
+// leaksNode is a containerd node whose primary is the plain chain [bridge +
+// host-local, portmap, failer failing ADD and DEL while a fault file
+// exists]: each sandbox started under the fault leaks its IP and its DNAT
+// chain (containerd's DEL stops at the failer), beside live pods.
+type leaksNode struct {
+	*agentNode
+	fault string
+	dir   string // the reports
+}
+
+func newLeaksNode(t *testing.T, v containerdVersion) *leaksNode {
+	t.Helper()
+	n := newAgentNode(t, &v)
+	require.NoError(t, os.Symlink(filepath.Join(cniPath, "failer"), filepath.Join(n.binDir, "failer")))
+	ln := &leaksNode{agentNode: n, fault: filepath.Join(t.TempDir(), "fault"), dir: t.TempDir()}
+	n.writePrimary(n.primary(failer(fmt.Sprintf(`"failAdd":true,"failDel":true,"faultFile":%q`, ln.fault))))
+	n.waitLoaded(false)
+	return ln
+}
+
+// cleanupLeaks DELs the leaked owners ids through the primary (the fault
+// lifted) at the test's end: whatever the test did not release is not left
+// on the machine. A DEL is idempotent.
+func (ln *leaksNode) cleanupLeaks(ids []string) {
+	ln.t.Helper()
+	primary := ln.w.plainList(ln.net, ln.v.cniVersion(), ln.w.bridgeDelegate(), portmapDelegate, failer(""))
+	ln.t.Cleanup(func() {
+		for _, id := range ids {
+			rt := &libcni.RuntimeConf{ContainerID: id, IfName: "eth0",
+				CapabilityArgs: map[string]any{"portMappings": []map[string]any{{"hostPort": 1, "containerPort": 80, "protocol": "tcp"}}}}
+			if err := ln.w.cni.DelNetworkList(context.Background(), primary, rt); err != nil {
+				ln.t.Logf("cleanup: DEL of the leaked %s: %v", id, err)
+			}
+		}
+	})
+}
+
+// leakedOwners are the owners of the network's reservations but live.
+func (ln *leaksNode) leakedOwners(live []string) []string {
+	ln.t.Helper()
+	var ids []string
+	for _, ip := range ln.w.ipamFiles(ln.net) {
+		raw, err := os.ReadFile(filepath.Join(ln.w.ipamDir, ln.net, ip))
+		require.NoError(ln.t, err)
+		if id, _, _ := strings.Cut(string(raw), "\r\n"); !slices.Contains(live, id) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// catenactl runs catenactl with the node's dirs and returns its stdout,
+// stderr and exit code.
+func (ln *leaksNode) catenactl(args ...string) (string, string, int) {
+	ln.t.Helper()
+	all := append(args, "--cache-dir", ln.w.cacheDir, "--cni-conf-dir", ln.confDir, "--results-dir", libcniResults,
+		"--runtime-endpoint", ln.d.sock, "--cni-path", ln.binDir)
+	cmd := exec.Command(filepath.Join(ln.src, "catenactl"), all...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		ln.t.Fatalf("catenactl %v: %v", args, err)
+	}
+	return stdout.String(), stderr.String(), cmd.ProcessState.ExitCode()
+}
+
+// report runs `catenactl leaks --output` and returns the report.
+func (ln *leaksNode) report(name string, extra ...string) (*leaks.Report, string) {
+	ln.t.Helper()
+	path := filepath.Join(ln.dir, name)
+	out, errOut, code := ln.catenactl(append([]string{"leaks", "--output", path}, extra...)...)
+	require.Zero(ln.t, code, "catenactl leaks: %s%s", out, errOut)
+	raw, err := os.ReadFile(path)
+	require.NoError(ln.t, err)
+	var r leaks.Report
+	require.NoError(ln.t, json.Unmarshal(raw, &r))
+	return &r, path
+}
+
+// leaked are the owners of a report's leaks of kind.
+func leaked(r *leaks.Report, kind string) []string {
+	var ids []string
+	for _, f := range r.Leaks() {
+		if f.Kind == kind {
+			ids = append(ids, f.Owner.ContainerID)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// TestLeaksBeforeCatena: a containerd 2.4 node ran the plain chain, and
+// each of 3 sandboxes started while its last plugin failed ADD and DEL
+// leaked an IP and its DNAT chain, beside 2 live pods; then Catena was
+// installed by its agent. The report finds exactly the 3 leaks of each kind
+// and none of the live pods'; a repair from one report is refused, and
+// from two releases all of them through host-local's and portmap's own
+// DEL; the live pods keep their IPs and rules.
+func TestLeaksBeforeCatena(t *testing.T) {
+	const leaking = 3
+	ln := newLeaksNode(t, containerd24())
+	var live []string
+	for i := range 2 {
+		id, err := ln.d.runPod(ln.d.podConfig(fmt.Sprintf("live%d", i), hostPort()))
+		require.NoError(t, err, ln.d.logTail())
+		live = append(live, id)
+		t.Cleanup(func() {
+			if err := ln.d.stopPod(id); err != nil {
+				t.Logf("cleanup: stop %s: %v", id, err)
+			}
+			_ = ln.d.removePod(id)
+		})
+	}
+	liveIPs := map[string]string{}
+	for _, id := range live {
+		_, ip, err := ln.d.podStatus(id)
+		require.NoError(t, err)
+		liveIPs[id] = ip
+	}
+	touch(t, ln.fault)
+	for range leaking {
+		_, err := ln.d.runPod(ln.d.podConfig("leak", hostPort()))
+		require.Error(t, err, "the failer fails the sandbox's ADD")
+	}
+	require.NoError(t, os.Remove(ln.fault))
+	require.Len(t, ln.w.ipamFiles(ln.net), 2+leaking, "each failed sandbox leaked its IP: the plain chain's DEL stopped at the failer")
+	made := ln.leakedOwners(live)
+	ln.cleanupLeaks(made)
+	ln.installOnce()
+	ln.waitLoaded(true)
+
+	r1, p1 := ln.report("r1.json", "--min-age", "0s")
+	var ids []string
+	for _, f := range r1.Findings {
+		if f.Kind == leaks.KindHostLocal && !slices.Contains(live, f.Owner.ContainerID) {
+			ids = append(ids, f.Owner.ContainerID)
+		}
+		if slices.Contains(live, f.Owner.ContainerID) {
+			assert.Equal(t, leaks.Keep, f.Verdict, "a live pod's %s %s: %s", f.Kind, f.Item, f.Why)
+		}
+	}
+	slices.Sort(ids)
+	require.Equal(t, made, ids, "the report names the owners of the leaked reservations")
+	assert.Equal(t, ids, leaked(r1, leaks.KindHostLocal), "exactly the leaked IPs")
+	assert.Equal(t, ids, leaked(r1, leaks.KindPortmap), "and their DNAT chains")
+	t.Logf("catenactl leaks found %d host-local and %d portmap leaks of %d failed sandboxes, kept the %d live pods'",
+		len(leaked(r1, leaks.KindHostLocal)), len(leaked(r1, leaks.KindPortmap)), leaking, len(live))
+
+	out, errOut, code := ln.catenactl("repair", "--from-report", p1, "--confirm-after", "1s", "--min-age", "0s")
+	assert.Equal(t, 1, code, "one report is refused: %s%s", out, errOut)
+	assert.Contains(t, errOut, "a release needs two")
+	time.Sleep(1100 * time.Millisecond)
+	_, p2 := ln.report("r2.json", "--min-age", "0s")
+	out, errOut, code = ln.catenactl("repair", "--from-report", p1, "--from-report", p2, "--confirm-after", "1s", "--min-age", "0s", "--dry-run")
+	require.Zero(t, code, "dry run: %s%s", out, errOut)
+	require.Len(t, ln.w.ipamFiles(ln.net), 2+leaking, "a dry run releases nothing")
+
+	out, errOut, code = ln.catenactl("repair", "--from-report", p1, "--from-report", p2, "--confirm-after", "1s", "--min-age", "0s")
+	require.Zero(t, code, "repair --from-report: %s%s", out, errOut)
+	t.Logf("catenactl repair --from-report:\n%s", out)
+	assert.Contains(t, out, fmt.Sprintf("%d released, 0 failed", 2*leaking))
+	held := ln.w.ipamFiles(ln.net)
+	var liveHeld []string
+	for _, ip := range liveIPs {
+		liveHeld = append(liveHeld, ip)
+	}
+	assert.ElementsMatch(t, liveHeld, held, "only the live pods' IPs are held")
+	save := run(t, "iptables-save")
+	for _, id := range ids {
+		assert.False(t, portmapRulesFor(save, id), "no DNAT rule of the leaked %s", id)
+	}
+	for _, id := range live {
+		assert.True(t, portmapRulesFor(save, id), "the live pod %s keeps its DNAT rules", id)
+		state, ip, err := ln.d.podStatus(id)
+		require.NoError(t, err)
+		assert.Equal(t, liveIPs[id], ip)
+		assert.Equal(t, "SANDBOX_READY", state.String())
+	}
+	r3, _ := ln.report("r3.json", "--min-age", "0s")
+	assert.Empty(t, r3.Leaks(), "nothing left to release")
+	ops := catenaOps(t, ln.w.cacheDir)
+	releases := 0
+	for _, op := range ops {
+		if op.Verb == leaks.VerbRelease && op.Outcome == "ok" {
+			releases++
+		}
+	}
+	assert.Equal(t, 2*leaking, releases, "each release journaled")
+	summaryLeaks := strings.Join([]string{fmt.Sprintf("containerd 2.4: %d leaked", leaking), fmt.Sprintf("%d found", len(ids)),
+		fmt.Sprintf("%d released", len(ids)), fmt.Sprintf("%d live kept", len(live))}, ", ")
+	t.Logf("LEAKS %s", summaryLeaks)
+}
