@@ -16,6 +16,7 @@
 //	events.go     run's Kubernetes Events, and the in-cluster client config
 //	secure.go     run's authenticated HTTPS /metrics
 //	traces.go     run's trace export, from the OTEL_* variables
+//	leaks.go      run's leak scan: catena_leaks, the Node's Warning, --release-leaks-after
 //	adopt.go      the adopter each pass runs over the runtime's libcni cache
 //	uninstall.go  uninstall: the generated file and the binaries removed under the interlock
 package main

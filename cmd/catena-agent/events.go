@@ -32,6 +32,8 @@ type eventsFlags struct {
 	node      string
 	threshold int
 	interval  time.Duration
+	// emitter records events once setup ran in a cluster; nil otherwise.
+	emitter kevents.Emitter
 }
 
 func (f *eventsFlags) register(cmd *cobra.Command) {
@@ -106,6 +108,7 @@ func (f *eventsFlags) setup(ctx context.Context, cfg *rest.Config, cacheDir stri
 	}
 	enabled.Set(1)
 	sink := kevents.NewSink(ctx, cs, f.node, reg, 0)
+	f.emitter = sink
 	inst.Observer = &kevents.NodeObserver{Next: inst.Observer, Emitter: sink, Node: f.node}
 	w := &kevents.Watcher{CacheDir: cacheDir, Node: f.node, HeldThreshold: f.threshold, Interval: f.interval,
 		Emitter: sink, Log: log, Unreadable: m.JournalSkipped(metrics.ReaderEvents)}

@@ -46,6 +46,9 @@ func (r *reconcileFlags) register(cmd *cobra.Command) {
 // observability is what run adds for the reconciler and the metrics: the
 // registry (served on /metrics) and the components to run.
 type observability struct {
+	// lister lists the runtime's sandboxes, for the reconciler and the
+	// leak scan; nil without a reconciler.
+	lister  reconcile.SandboxLister
 	metrics *metrics.Metrics
 	handler http.Handler // /metrics
 	loop    *reconcile.Loop
@@ -85,7 +88,7 @@ func (r *reconcileFlags) setup(ctx context.Context, mux *http.ServeMux, cacheDir
 	if err != nil {
 		return nil, &cli.UsageError{Err: err}
 	}
-	o.closer = lister
+	o.closer, o.lister = lister, lister
 	o.loop = &reconcile.Loop{R: rec, Interval: r.interval, BeforePass: func() {
 		if err := tail.Poll(); err != nil {
 			log.Warn("metrics: reading the event journal", "error", err)

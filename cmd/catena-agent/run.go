@@ -20,6 +20,7 @@ func runCmd(e env) *cobra.Command {
 	var rf reconcileFlags
 	var ef eventsFlags
 	var sf secureFlags
+	var lf leakWatchFlags
 	var addr string
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -73,6 +74,7 @@ docs/observability.md and docs/reconciler.md.`,
 			}
 			events = append(events, secure...)
 			events = append(events, traceExport(cmd.Context(), e.getenv, f.cfg.Catena.CacheDir, ef.node, obs.metrics, log)...)
+			events = append(events, lf.setup(obs, &f, &ef, pluginDirs(f.cniPath, f.cfg.BinDir), log)...)
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
 				return fmt.Errorf("--listen-addr: %w", err)
@@ -94,6 +96,7 @@ docs/observability.md and docs/reconciler.md.`,
 	rf.register(cmd)
 	ef.register(cmd)
 	sf.register(cmd)
+	lf.register(cmd)
 	cmd.Flags().StringVar(&addr, "listen-addr", defaultListenAddr, "address of /healthz, /readyz and /metrics")
 	return cmd
 }

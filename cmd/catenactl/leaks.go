@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"strings"
 	"time"
 
@@ -70,7 +68,7 @@ func (a *app) scanner(ctx context.Context, l *leakFlags) (*leaks.Scanner, func()
 		return nil, nil, fmt.Errorf("boot ID: %w", err)
 	}
 	s := &leaks.Scanner{Fs: afero.NewOsFs(), ConfDir: l.confDir, ResultsDir: l.resultsDir, CacheDir: cacheDir,
-		Sandboxes: boundedLister{lister, reconcile.DefaultRuntimeTimeout}, Runtime: endpoint, NAT: iptablesNAT, Addrs: leaks.LiveAddrs,
+		Sandboxes: boundedLister{lister, reconcile.DefaultRuntimeTimeout}, Runtime: endpoint, NAT: leaks.NATTable, Addrs: leaks.LiveAddrs,
 		Node: node, BootID: strings.TrimSpace(string(boot)), MinAge: l.minAge, Now: a.now}
 	return s, func() { _ = lister.Close() }, nil
 }
@@ -85,19 +83,6 @@ func (b boundedLister) SandboxIDs(ctx context.Context) (map[string]struct{}, err
 	ctx, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
 	return b.SandboxLister.SandboxIDs(ctx)
-}
-
-// iptablesNAT is `iptables-save -t nat`, bounded.
-func iptablesNAT(ctx context.Context) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	var out, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, "iptables-save", "-t", "nat")
-	cmd.Stdout, cmd.Stderr = &out, &stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("iptables-save -t nat: %w: %s", err, strings.TrimSpace(stderr.String()))
-	}
-	return out.Bytes(), nil
 }
 
 func (a *app) leaksCmd() *cobra.Command {
@@ -220,7 +205,7 @@ func (a *app) repairFromReports(ctx context.Context, l *leakFlags, paths []strin
 		return fmt.Errorf("repair --from-report: %w", err)
 	}
 	rel := &leaks.Releaser{Fs: afero.NewOsFs(), ConfDir: l.confDir, CacheDir: s.CacheDir, CNIPath: a.resolveCNIPath(),
-		Exec: invoke.NewExec(a.stderr), NAT: iptablesNAT, DryRun: dryRun,
+		Exec: invoke.NewExec(a.stderr), NAT: leaks.NATTable, DryRun: dryRun,
 		OnOp: events.OnOp(afero.NewOsFs(), s.CacheDir, slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))}
 	out := releaseOutput{Reports: paths, Released: rel.Release(ctx, release), Refused: refused, DryRun: dryRun}
 	if out.Refused == nil {

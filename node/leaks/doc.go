@@ -52,4 +52,5 @@
 //	liveaddrs.go  LiveAddrs: the addresses of every live network namespace
 //	confirm.go    Confirm: what every report and a fresh look agree on
 //	release.go    Releaser: the owner's delegate's DEL, under Catena's lock
+//	watch.go      Watcher: the agent's scan every interval, its metrics, its releases
 package leaks

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -350,4 +351,18 @@ func inherit(fs []Finding) {
 			fs[i].Since, fs[i].Owner.IfName = r.Since, r.Owner.IfName
 		}
 	}
+}
+
+// NATTable is `iptables-save -t nat`, bounded: the Scanner's and the
+// Releaser's NAT on a real node.
+func NATTable(ctx context.Context) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var out, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, "iptables-save", "-t", "nat")
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("iptables-save -t nat: %w: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	return out.Bytes(), nil
 }

@@ -1,7 +1,10 @@
 package metrics
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,12 +14,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
 
 	"github.com/catena-cni/catena/cache"
 	"github.com/catena-cni/catena/libchain/events"
+	"github.com/catena-cni/catena/node/leaks"
 	"github.com/catena-cni/catena/node/nodeconf"
 	"github.com/catena-cni/catena/node/reconcile"
 )
@@ -53,6 +59,7 @@ func exportedNames(t *testing.T) []string {
 	m.ConflistBackoff(time.Second)
 	require.NoError(t, m.ReadinessGauge(func() error { return nil }))
 	require.NoError(t, m.WritableGauges(t.TempDir()))
+	leakScan(t, m.Registry)
 	families, err := m.Registry.Gather()
 	require.NoError(t, err)
 	var names []string
@@ -194,4 +201,29 @@ func TestAlertRulesPromtool(t *testing.T) {
 		require.NoError(t, err, "promtool %s:\n%s", strings.Join(args, " "), out)
 		t.Logf("promtool %s:\n%s", strings.Join(args, " "), out)
 	}
+}
+
+type oneSandbox struct{}
+
+func (oneSandbox) SandboxIDs(context.Context) (map[string]struct{}, error) {
+	return map[string]struct{}{"live": {}}, nil
+}
+
+// leakScan runs the agent's leak scan, registered on reg, over a node
+// with one leaked host-local reservation.
+func leakScan(t *testing.T, reg prometheus.Registerer) {
+	t.Helper()
+	d := t.TempDir()
+	conf, ipam := filepath.Join(d, "conf"), filepath.Join(d, "ipam")
+	require.NoError(t, os.MkdirAll(filepath.Join(ipam, "net"), 0o700))
+	require.NoError(t, os.MkdirAll(conf, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(conf, "10-net.conflist"), fmt.Appendf(nil,
+		`{"cniVersion":"1.1.0","name":"net","plugins":[{"type":"bridge","ipam":{"type":"host-local","dataDir":%q}}]}`, ipam), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(ipam, "net", "10.0.0.5"), []byte("gone\r\neth0"), 0o600))
+	old := time.Now().Add(-time.Hour)
+	require.NoError(t, os.Chtimes(filepath.Join(ipam, "net", "10.0.0.5"), old, old))
+	w := leaks.NewWatcher(reg, leaks.Watcher{Interval: time.Minute, Scanner: &leaks.Scanner{Fs: afero.NewOsFs(), ConfDir: conf,
+		CacheDir: filepath.Join(d, "catena"), Sandboxes: oneSandbox{}, Addrs: func() (map[netip.Addr]string, error) { return nil, nil },
+		MinAge: leaks.DefaultMinAge}})
+	w.Pass(context.Background())
 }
