@@ -29,16 +29,26 @@ type leaksNode struct {
 	*agentNode
 	fault string
 	dir   string // the reports
+	sock  string // the runtime's CRI socket
+	// plugins are the primary's plugins but the failer, which the test's
+	// cleanup DELs leaks through with the failer that no longer fails.
+	plugins []string
 }
 
 func newLeaksNode(t *testing.T, v containerdVersion) *leaksNode {
 	t.Helper()
 	n := newAgentNode(t, &v)
 	require.NoError(t, os.Symlink(filepath.Join(cniPath, "failer"), filepath.Join(n.binDir, "failer")))
-	ln := &leaksNode{agentNode: n, fault: filepath.Join(t.TempDir(), "fault"), dir: t.TempDir()}
-	n.writePrimary(n.primary(failer(fmt.Sprintf(`"failAdd":true,"failDel":true,"faultFile":%q`, ln.fault))))
+	ln := &leaksNode{agentNode: n, fault: filepath.Join(t.TempDir(), "fault"), dir: t.TempDir(), sock: n.d.sock,
+		plugins: []string{n.w.bridgeDelegate(), portmapDelegate}}
+	n.writePrimary(n.primary(ln.failer()))
 	n.waitLoaded(false)
 	return ln
+}
+
+// failer fails ADD and DEL while the node's fault file exists.
+func (ln *leaksNode) failer() string {
+	return failer(fmt.Sprintf(`"failAdd":true,"failDel":true,"faultFile":%q`, ln.fault))
 }
 
 // cleanupLeaks DELs the leaked owners ids through the primary (the fault
@@ -46,7 +56,7 @@ func newLeaksNode(t *testing.T, v containerdVersion) *leaksNode {
 // on the machine. A DEL is idempotent.
 func (ln *leaksNode) cleanupLeaks(ids []string) {
 	ln.t.Helper()
-	primary := ln.w.plainList(ln.net, ln.v.cniVersion(), ln.w.bridgeDelegate(), portmapDelegate, failer(""))
+	primary := ln.w.plainList(ln.net, "1.1.0", append(slices.Clone(ln.plugins), failer(""))...)
 	ln.t.Cleanup(func() {
 		for _, id := range ids {
 			rt := &libcni.RuntimeConf{ContainerID: id, IfName: "eth0",
@@ -78,7 +88,7 @@ func (ln *leaksNode) leakedOwners(live []string) []string {
 func (ln *leaksNode) catenactl(args ...string) (string, string, int) {
 	ln.t.Helper()
 	all := append(args, "--cache-dir", ln.w.cacheDir, "--cni-conf-dir", ln.confDir, "--results-dir", libcniResults,
-		"--runtime-endpoint", ln.d.sock, "--cni-path", ln.binDir)
+		"--runtime-endpoint", ln.sock, "--cni-path", ln.binDir)
 	cmd := exec.Command(filepath.Join(ln.src, "catenactl"), all...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -215,4 +225,61 @@ func TestLeaksBeforeCatena(t *testing.T) {
 	summaryLeaks := strings.Join([]string{fmt.Sprintf("containerd 2.4: %d leaked", leaking), fmt.Sprintf("%d found", len(ids)),
 		fmt.Sprintf("%d released", len(ids)), fmt.Sprintf("%d live kept", len(live))}, ", ")
 	t.Logf("LEAKS %s", summaryLeaks)
+}
+
+// TestLeaksBeforeCatenaCRIO: the same on a CRI-O node, whose primary is
+// [bridge + host-local, failer] (CRI-O maps host ports itself): 3 failed
+// sandboxes leak 3 IPs beside 2 live pods; after the install, the report
+// finds exactly those 3, and the repair from two reports releases them
+// through bridge's DEL (host-local's), the live pods kept.
+func TestLeaksBeforeCatenaCRIO(t *testing.T) {
+	const leaking = 3
+	requireCRIO(t)
+	n := newAgentNode(t, nil)
+	require.NoError(t, os.Symlink(filepath.Join(cniPath, "failer"), filepath.Join(n.binDir, "failer")))
+	ln := &leaksNode{agentNode: n, fault: filepath.Join(t.TempDir(), "fault"), dir: t.TempDir(), plugins: []string{n.w.bridgeDelegate()}}
+	primary := fmt.Sprintf(`{"cniVersion":"1.1.0","name":%q,"plugins":[%s,%s]}`, n.net, n.w.bridgeDelegate(), ln.failer())
+	c := startCRIOWith(t, n.w, "", crioSetup{files: map[string]string{primaryName: primary}, binDirs: []string{n.binDir}})
+	n.confDir, ln.sock = c.confDir, "unix://"+c.sock
+	c.waitNetworkReady()
+	cn := &crioAgentNode{agentNode: n, c: c}
+
+	var live []string
+	for i := range 2 {
+		id := c.mustRunPod(fmt.Sprintf("live%d", i), 0)
+		live = append(live, id)
+		t.Cleanup(func() { _ = c.stopPod(id); _ = c.removePod(id) })
+	}
+	touch(t, ln.fault)
+	for range leaking {
+		_, err := c.runPod(c.podConfig("leak", 0))
+		require.Error(t, err, "the failer fails the sandbox's ADD")
+	}
+	require.NoError(t, os.Remove(ln.fault))
+	made := ln.leakedOwners(live)
+	require.Len(t, made, leaking, "each failed sandbox leaked its IP")
+	ln.cleanupLeaks(made)
+	offset := len(c.log())
+	ln.installOnce()
+	cn.waitCatena(offset)
+
+	r1, p1 := ln.report("r1.json", "--min-age", "0s")
+	assert.Equal(t, made, leaked(r1, leaks.KindHostLocal), "exactly the leaked IPs")
+	for _, f := range r1.Findings {
+		if slices.Contains(live, f.Owner.ContainerID) {
+			assert.Equal(t, leaks.Keep, f.Verdict, "a live pod's %s %s: %s", f.Kind, f.Item, f.Why)
+		}
+	}
+	time.Sleep(1100 * time.Millisecond)
+	_, p2 := ln.report("r2.json", "--min-age", "0s")
+	out, errOut, code := ln.catenactl("repair", "--from-report", p1, "--from-report", p2, "--confirm-after", "1s", "--min-age", "0s")
+	require.Zero(t, code, "repair --from-report: %s%s", out, errOut)
+	assert.Contains(t, out, fmt.Sprintf("%d released, 0 failed", leaking))
+	assert.Len(t, ln.w.ipamFiles(ln.net), len(live), "only the live pods' IPs are held")
+	for _, id := range live {
+		state, _, _, err := c.podStatus(id)
+		require.NoError(t, err)
+		assert.Equal(t, "SANDBOX_READY", state.String())
+	}
+	t.Logf("LEAKS CRI-O: %d leaked, %d found, %d released, %d live kept", leaking, len(leaked(r1, leaks.KindHostLocal)), leaking, len(live))
 }
