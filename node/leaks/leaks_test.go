@@ -121,6 +121,10 @@ func TestScanVerdicts(t *testing.T) {
 			t.Cleanup(func() { _ = u.Unlock() })
 		}, "10.0.0.5", "keep: Catena's lock of the attachment is held"},
 		{"a portmap chain of the leak", func(n *node) { n.chain("CNI-DN-abc", "gone") }, "CNI-DN-abc", "leak: no sandbox gone"},
+		{"a portmap chain whose owner's address is live", func(n *node) {
+			n.chain("CNI-DN-abc", "gone")
+			n.addrs[netip.MustParseAddr("10.0.0.5")] = "/run/netns/lost"
+		}, "CNI-DN-abc", "keep: the same owner's host-local 10.0.0.5 is kept: the address is on an interface in /run/netns/lost"},
 		{"a portmap chain of nothing known", func(n *node) { n.chain("CNI-DN-def", "other") }, "CNI-DN-def", "keep: younger than"},
 	}
 	for _, tt := range tests {

@@ -134,6 +134,7 @@ func (s *Scanner) Scan(ctx context.Context) (*Report, error) {
 			r.Findings[i].Verdict, r.Findings[i].Why = s.judge(r.Findings[i], &lk, start)
 		}
 	}
+	keepWithOwner(r.Findings)
 	slices.SortStableFunc(r.Findings, func(a, b Finding) int {
 		return strings.Compare(a.Kind+a.Owner.Network+a.Item, b.Kind+b.Owner.Network+b.Item)
 	})
@@ -365,4 +366,23 @@ func NATTable(ctx context.Context) ([]byte, error) {
 		return nil, fmt.Errorf("iptables-save -t nat: %w: %s", err, strings.TrimSpace(stderr.String()))
 	}
 	return out.Bytes(), nil
+}
+
+// keepWithOwner keeps every finding of an owner one of whose findings is
+// kept: a doubt about one thing of the owner (its address live somewhere)
+// is a doubt about the rest (its chain).
+func keepWithOwner(fs []Finding) {
+	kept := map[Owner]string{}
+	for _, f := range fs {
+		if f.Verdict == Keep && (f.Kind == KindHostLocal || f.Kind == KindPortmap) && f.Owner.ContainerID != "" {
+			if _, ok := kept[f.Owner]; !ok {
+				kept[f.Owner] = f.Kind + " " + f.Item + " is kept: " + f.Why
+			}
+		}
+	}
+	for i, f := range fs {
+		if why, ok := kept[f.Owner]; ok && f.Verdict == Leak {
+			fs[i].Verdict, fs[i].Why = Keep, "the same owner's "+why
+		}
+	}
 }
