@@ -46,6 +46,11 @@ type k8sRun struct {
 	forgottenHeld int
 	// fl is the flannel scenarios' (k8s_flannel_test.go)
 	fl *k8sFlannel
+	// plainLeaks are the IPs the plain primary's seed failure leaked,
+	// left for the leaks scenario to find and release; nil when it does
+	// not run (they are freed by hand then).
+	plainLeaks []string
+	keepLeaks  bool
 }
 
 // seedFigures are one half of the seed failure: kubelet's retries and what
@@ -56,7 +61,8 @@ type seedFigures struct {
 
 // TestKubernetesNode runs Catena on a real cluster: kubectl apply of
 // deploy/catena.yaml (host paths remapped to private dirs, image tag set,
-// the DaemonSet pinned to its node, nothing else), pods through Catena
+// the DaemonSet pinned to its node, nothing else), the plain primary's
+// leaks found and released from the agent's pod, pods through Catena
 // under kubelet, the seed failure under kubelet's retries, a kubelet
 // restart, an upgrade of the DaemonSet, the reconciler after a wiped
 // containerd, a forgotten teardown healed with no runtime, the agent's
@@ -76,7 +82,7 @@ func TestKubernetesNode(t *testing.T) {
 	c, tm := startK8sCluster(t)
 	summary("bring-up", "API server ready %s, node Ready %s, default ServiceAccount %s",
 		tm.apiReady.Round(time.Millisecond), tm.nodeReady.Round(time.Millisecond), tm.serviceAccount.Round(time.Millisecond))
-	r := &k8sRun{c: c, n: c.node, tag: imageTag(t), fault: filepath.Join(c.node.cniState, "fault")}
+	r := &k8sRun{c: c, n: c.node, tag: imageTag(t), fault: filepath.Join(c.node.cniState, "fault"), keepLeaks: scenarioSelected("leaks")}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Log(c.node.podLogs("catena-system"))
@@ -88,6 +94,7 @@ func TestKubernetesNode(t *testing.T) {
 	}{
 		{"plain primary", r.plainPrimary},
 		{"install", r.install},
+		{"leaks", r.leaks},
 		{"pods through catena", r.podsThroughCatena},
 		{"seed failure", r.seedFailure},
 		{"kubelet restart", r.kubeletRestart},
@@ -233,6 +240,10 @@ func (r *k8sRun) plainSeedFailure(t *testing.T, app string, window time.Duration
 	assert.Equal(t, f.retries, f.heldIPs, "LEAK: the plain primary holds one IP per retry")
 	for _, ip := range r.n.state(t).IPs {
 		if !slices.Contains(running, ip) {
+			if r.keepLeaks && r.n.crio == nil {
+				r.plainLeaks = append(r.plainLeaks, ip)
+				continue
+			}
 			require.NoError(t, os.Remove(filepath.Join(r.n.w.ipamDir, r.n.net, ip)))
 		}
 	}

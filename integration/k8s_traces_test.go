@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -23,12 +24,7 @@ func (r *k8sRun) traces(t *testing.T) {
 	const service = "catena-k8s"
 	keys := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + j.OTLPGRPC, "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
 		"OTEL_TRACES_SAMPLER": "parentbased_always_on", "OTEL_SERVICE_NAME": service}
-	var data []string
-	for k, v := range keys {
-		data = append(data, fmt.Sprintf("%q:%q", k, v))
-	}
-	r.c.kubectl(t, nil, "patch", "configmap", "catena-options", "-n", "catena-system", "--type=merge",
-		"-p", `{"data":{`+strings.Join(data, ",")+`}}`)
+	r.patchOptions(t, keys)
 	restarted := r.restartAgent(t, 1)
 
 	start := time.Now()
@@ -68,24 +64,35 @@ func (r *k8sRun) traces(t *testing.T) {
 
 	r.c.kubectl(t, nil, "delete", "deployment", "traced", "-n", "default")
 	r.waitGone(t, "traced")
-	var remove []string
-	for k := range keys {
-		remove = append(remove, fmt.Sprintf(`{"op":"remove","path":"/data/%s"}`, k))
-	}
-	r.c.kubectl(t, nil, "patch", "configmap", "catena-options", "-n", "catena-system", "--type=json", "-p", "["+strings.Join(remove, ",")+"]")
+	r.removeOptions(t, keys)
 	r.restartAgent(t, 0)
 	summary("traces", "agent restarted with OTEL_EXPORTER_OTLP_ENDPOINT in %s; pod Running in %s; its ADD a root trace of %d spans in Jaeger (%v), k8s.pod.name %s",
 		restarted.Round(time.Millisecond), running.Round(time.Millisecond), len(spans), kids, root.Attributes["k8s.pod.name"])
 }
 
+// metricFamilies are a scrape of the agent's metrics.
+type metricFamilies = map[string]*dto.MetricFamily
+
 // restartAgent restarts the agent's DaemonSet and waits until a new
 // process is ready with catena_trace_export_enabled at want.
 func (r *k8sRun) restartAgent(t *testing.T, want float64) time.Duration {
 	t.Helper()
+	return r.restartAgentUntil(t, fmt.Sprintf("catena_trace_export_enabled %v", want), func(fams metricFamilies) error {
+		if got := sampleSum(fams, "catena_trace_export_enabled"); got != want {
+			return fmt.Errorf("catena_trace_export_enabled %v", got)
+		}
+		return nil
+	})
+}
+
+// restartAgentUntil restarts the agent's DaemonSet and waits until a new
+// process's metrics pass cond and its pod is Ready.
+func (r *k8sRun) restartAgentUntil(t *testing.T, what string, cond func(metricFamilies) error) time.Duration {
+	t.Helper()
 	before := r.agentStatus(t).started
 	start := time.Now()
 	r.c.kubectl(t, nil, "rollout", "restart", "daemonset/catena-agent", "-n", "catena-system")
-	waitFor(t, "a new agent process", 2*time.Minute, 500*time.Millisecond, func() error {
+	waitFor(t, "a new agent process: "+what, 2*time.Minute, 500*time.Millisecond, func() error {
 		fams, err := tryScrape(agentMetricsURL)
 		if err != nil {
 			return err
@@ -94,10 +101,7 @@ func (r *k8sRun) restartAgent(t *testing.T, want float64) time.Duration {
 		if !time.Unix(0, int64(started*1e9)).After(before) {
 			return fmt.Errorf("the agent started at %s still runs", before)
 		}
-		if got := sampleSum(fams, "catena_trace_export_enabled"); got != want {
-			return fmt.Errorf("catena_trace_export_enabled %v", got)
-		}
-		return nil
+		return cond(fams)
 	}, r.n.kubelet)
 	r.waitAgentReady(t, r.agentTag())
 	return time.Since(start)
