@@ -217,6 +217,16 @@ func TestConfirm(t *testing.T) {
 	assert.Equal(t, "10.0.0.5", release[0].Item)
 	assert.Empty(t, refused)
 
+	// A record of the owner made after the reports (Catena's ADD of a
+	// new pod with that container ID): the fresh look keeps it.
+	st := cache.NewDiskStore(afero.NewOsFs(), n2.catena, cache.NewFlockLocker(filepath.Join(n2.catena, cache.LocksDir)))
+	require.NoError(t, st.Save(&cache.Record{Key: cache.Key{Network: "net", ContainerID: "gone", IfName: "eth0"}, Phase: cache.PhaseComplete}))
+	release, refused, err = Confirm([]*Report{a, b}, reportAt(t, n2, t0), DefaultConfirmAfter)
+	require.NoError(t, err)
+	assert.Empty(t, release, "the reports are older than the record that names the owner now")
+	require.Len(t, refused, 1)
+	assert.Contains(t, refused[0].Why, "not a leak now: Catena holds a record of net/gone/eth0")
+
 	other := *a
 	other.BootID = "boot-0"
 	node := *a
