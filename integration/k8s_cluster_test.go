@@ -89,6 +89,9 @@ func startStore(t *testing.T, dir, node string) *controlPlane {
 		"--client-ca-file="+pki("ca.crt"),
 		"--kubelet-client-certificate="+pki("apiserver-kubelet-client.crt"),
 		"--kubelet-client-key="+pki("apiserver-kubelet-client.key"),
+		// kubelet serves on the node's address (kubectl exec, logs):
+		// its name resolves nowhere here
+		"--kubelet-preferred-address-types=InternalIP",
 		"--service-cluster-ip-range=10.96.0.0/16",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file="+pki("sa.pub"), "--service-account-signing-key-file="+pki("sa.key"),

@@ -3,6 +3,7 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,9 +36,11 @@ type k8sNode struct {
 	cniState   string // remaps /var/lib/cni; results/ is the host's libcni cache, bind-mounted
 	kubelet    *daemon
 	kubeletCmd []string
-	// kubeletPort is kubelet's server's, on 127.0.0.1: TLS with the
-	// cluster's CA, client certificates of that CA only
+	// kubeletPort is kubelet's server's, on the node's address ip (the
+	// API server's kubectl exec reaches it there): TLS with the cluster's
+	// CA, client certificates of that CA only
 	kubeletPort int
+	ip          string
 	pki         *k8sPKI
 }
 
@@ -146,7 +149,7 @@ func (n *k8sNode) kubeletConfig() map[string]any {
 		"failCgroupV1":                false,
 		"failSwapOn":                  false,
 		"enableServer":                true,
-		"address":                     "127.0.0.1",
+		"address":                     n.ip,
 		"port":                        n.kubeletPort,
 		"tlsCertFile":                 n.pki.path("kubelet-serving.crt"),
 		"tlsPrivateKeyFile":           n.pki.path("kubelet-serving.key"),
@@ -170,6 +173,7 @@ func (n *k8sNode) startKubelet(t *testing.T, bins, kubeconfig string) {
 	for _, d := range []string{"manifests", "podlogs", "volume-plugins", "kubelet"} {
 		require.NoError(t, os.MkdirAll(filepath.Join(n.dir, d), 0o755))
 	}
+	n.ip = advertiseIP(t).String()
 	raw, err := json.MarshalIndent(n.kubeletConfig(), "", "  ")
 	require.NoError(t, err)
 	cfg := filepath.Join(n.dir, "kubelet.json")
@@ -177,13 +181,13 @@ func (n *k8sNode) startKubelet(t *testing.T, bins, kubeconfig string) {
 	n.kubeletCmd = []string{filepath.Join(bins, "kubelet"),
 		"--config=" + cfg, "--kubeconfig=" + kubeconfig,
 		"--root-dir=" + filepath.Join(n.dir, "kubelet"), "--cert-dir=" + filepath.Join(n.dir, "kubelet-pki"),
-		"--hostname-override=" + n.name, "--node-ip=" + advertiseIP(t).String(), "--v=2"}
+		"--hostname-override=" + n.name, "--node-ip=" + n.ip, "--v=2"}
 	n.kubelet = startDaemon(t, filepath.Join(n.dir, "logs"), "kubelet", n.kubeletCmd[0], n.kubeletCmd[1:]...)
 }
 
 // kubeletMetricsURL is kubelet's /metrics; cp.httpClient reaches it.
 func (n *k8sNode) kubeletMetricsURL() string {
-	return "https://127.0.0.1:" + strconv.Itoa(n.kubeletPort) + "/metrics"
+	return "https://" + net.JoinHostPort(n.ip, strconv.Itoa(n.kubeletPort)) + "/metrics"
 }
 
 // containerdMetricsURL is containerd's /v1/metrics.

@@ -81,8 +81,9 @@ func (r *k8sRun) leaks(t *testing.T) {
 }
 
 // agentPodArgs are the agent pod's name and catenactl's flags for its
-// dirs: --cache-dir (second: the reports go there), --cni-conf-dir and
-// --results-dir, as the DaemonSet passes them to the agent.
+// dirs: --cache-dir (second: the reports go there), --cni-conf-dir,
+// --results-dir and --cni-path (the agent's --cni-bin-dir), as the
+// DaemonSet passes them to the agent.
 func (r *k8sRun) agentPodArgs(t *testing.T) (string, []string) {
 	t.Helper()
 	pods := r.c.pods(t, "catena-system", "app.kubernetes.io/component=agent")
@@ -93,7 +94,8 @@ func (r *k8sRun) agentPodArgs(t *testing.T) (string, []string) {
 			flags[k] = v
 		}
 	}
-	return pods[0].Name, []string{"--cache-dir", flags["--cache-dir"], "--cni-conf-dir", flags["--cni-conf-dir"], "--results-dir", flags["--results-dir"]}
+	return pods[0].Name, []string{"--cache-dir", flags["--cache-dir"], "--cni-conf-dir", flags["--cni-conf-dir"], "--results-dir", flags["--results-dir"],
+		"--cni-path", flags["--cni-bin-dir"]}
 }
 
 // patchOptions sets keys in catena-options; removeOptions removes them.

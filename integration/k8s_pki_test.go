@@ -147,8 +147,8 @@ func clusterPKI(t *testing.T, dir, node string, port int, advertise net.IP) (*k8
 		[]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
 		[]net.IP{net.IPv4(127, 0, 0, 1), net.IPv4(10, 96, 0, 1), advertise})
 	p.issue("apiserver-kubelet-client", pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}}, nil, nil)
-	// kubelet's server listens on 127.0.0.1 only
-	p.issue("kubelet-serving", pkix.Name{CommonName: node}, []string{"localhost"}, []net.IP{net.IPv4(127, 0, 0, 1)})
+	// kubelet's server listens on the node's address (k8sNode.ip)
+	p.issue("kubelet-serving", pkix.Name{CommonName: node}, []string{"localhost"}, []net.IP{net.IPv4(127, 0, 0, 1), advertise})
 	p.serviceAccountKey()
 	server := "https://127.0.0.1:" + strconv.Itoa(port)
 	clients := map[string]pkix.Name{
