@@ -15,6 +15,9 @@ import (
 // DefaultHostLocalDir is host-local's dataDir when its config names none.
 const DefaultHostLocalDir = "/var/lib/cni/networks"
 
+// DefaultFlannelDir is flannel's dataDir when its config names none.
+const DefaultFlannelDir = "/var/lib/cni/flannel"
+
 // maxConf bounds a config file read from the conf dir.
 const maxConf = 1 << 20
 
@@ -35,6 +38,8 @@ type plugin struct {
 		DataDir string `json:"dataDir"`
 	} `json:"ipam"`
 	Delegates []json.RawMessage `json:"delegates"`
+	// DataDir is flannel's.
+	DataDir string `json:"dataDir"`
 }
 
 // readNetworks reads every .conflist and .conf of dir: a catena entry's
@@ -99,9 +104,10 @@ func readNetwork(fsys afero.Fs, path string) (*network, error) {
 	return n, nil
 }
 
-// hostLocalDelegate is the plugin of n whose ipam is host-local with its
-// data dir in dataDir, and that dir; nil when none is.
-func (n *network) hostLocalDirs() map[string]Delegate {
+// hostLocalDirs are the data dirs of n's host-local reservations, each
+// with the plugin whose DEL releases them: the one whose ipam is
+// host-local, or flannel (its delegate's host-local, in defaultDir).
+func (n *network) hostLocalDirs(defaultDir string) map[string]Delegate {
 	dirs := map[string]Delegate{}
 	for i, raw := range n.Plugins {
 		var p plugin
@@ -112,13 +118,37 @@ func (n *network) hostLocalDirs() map[string]Delegate {
 		case p.IPAM != nil && p.IPAM.Type == "host-local":
 			dir := p.IPAM.DataDir
 			if dir == "" {
-				dir = DefaultHostLocalDir
+				dir = defaultDir
 			}
 			if _, seen := dirs[dir]; !seen {
 				dirs[dir] = Delegate{Index: i, Type: p.Type}
 			}
-		case p.Type == "host-local":
-			// host-local as a plugin of its own has no dataDir of its own.
+		case p.Type == "flannel":
+			// flannel delegates to bridge with host-local in its
+			// default dir, and its DEL releases what that holds.
+			if _, seen := dirs[defaultDir]; !seen {
+				dirs[defaultDir] = Delegate{Index: i, Type: p.Type}
+			}
+		}
+	}
+	return dirs
+}
+
+// flannelDirs are the scratch dirs of n's flannel plugins, each with its
+// plugin.
+func (n *network) flannelDirs() map[string]Delegate {
+	dirs := map[string]Delegate{}
+	for i, raw := range n.Plugins {
+		var p plugin
+		if json.Unmarshal(raw, &p) != nil || p.Type != "flannel" {
+			continue
+		}
+		dir := p.DataDir
+		if dir == "" {
+			dir = DefaultFlannelDir
+		}
+		if _, seen := dirs[dir]; !seen {
+			dirs[dir] = Delegate{Index: i, Type: p.Type}
 		}
 	}
 	return dirs

@@ -7,7 +7,9 @@
 // A Scanner looks at the node once and writes a Report: every host-local
 // reservation of every network of the conf dir (a file named by the IP in
 // the range's data dir, holding its owner's container ID and ifname), every
-// portmap DNAT chain (by the owner its rules' comment names), the runtime's
+// portmap DNAT chain (by the owner its rules' comment names), flannel's
+// scratch files (one per container, released with the reservation its
+// delegate made by flannel's own DEL), the runtime's
 // libcni cache entries and Catena's records, each a Finding with its owner,
 // its evidence, its age and its verdict. A finding is a Leak only when all
 // of these agree: the runtime listed its sandboxes (a list that failed or
@@ -37,7 +39,7 @@
 //	{"version":1, "node":"<hostname>", "bootID":"<boot_id>", "time":"<RFC 3339>",
 //	 "minAgeNs":<ns>,
 //	 "inputs":[{"what":"sandboxes","where":"<endpoint>","count":N,"error":"..."}, ...],
-//	 "findings":[{"kind":"host-local|portmap|libcni-cache|catena-record",
+//	 "findings":[{"kind":"host-local|portmap|flannel|libcni-cache|catena-record",
 //	   "owner":{"network":"...","containerID":"...","ifname":"..."},
 //	   "item":"<IP, chain, file or key>", "evidence":"<file or rule>",
 //	   "since":"<RFC 3339>", "delegate":{"index":0,"type":"bridge"},

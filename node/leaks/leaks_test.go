@@ -125,7 +125,7 @@ func TestScanVerdicts(t *testing.T) {
 			n.chain("CNI-DN-abc", "gone")
 			n.addrs[netip.MustParseAddr("10.0.0.5")] = "/run/netns/lost"
 		}, "CNI-DN-abc", "keep: the same owner's host-local 10.0.0.5 is kept: the address is on an interface in /run/netns/lost"},
-		{"a portmap chain of nothing known", func(n *node) { n.chain("CNI-DN-def", "other") }, "CNI-DN-def", "keep: younger than"},
+		{"a portmap chain of nothing known", func(n *node) { n.chain("CNI-DN-def", "other") }, "CNI-DN-def", "keep: its owner's ifname is not known"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -390,4 +390,53 @@ func TestReadReport(t *testing.T) {
 	require.NoError(t, os.Symlink(filepath.Join(dir, "good"), filepath.Join(dir, "link")))
 	_, err = ReadReport(afero.NewOsFs(), filepath.Join(dir, "link"))
 	assert.Error(t, err, "a symlink")
+}
+
+// TestScanFlannel: flannel's scratch file and the reservation its
+// delegate's host-local made are flannel's to release: one DEL of flannel
+// for the owner, with the ifname of the reservation.
+func TestScanFlannel(t *testing.T) {
+	n := newNode(t)
+	scratch := filepath.Join(t.TempDir(), "flannel")
+	require.NoError(t, os.MkdirAll(scratch, 0o700))
+	conf := fmt.Sprintf(`{"cniVersion":"1.1.0","name":"fnet","plugins":[{"type":"flannel","dataDir":%q,"delegate":{"hairpinMode":true}},{"type":"portmap","capabilities":{"portMappings":true}}]}`, scratch)
+	require.NoError(t, os.WriteFile(filepath.Join(n.confDir, "20-fnet.conflist"), []byte(conf), 0o600))
+	defaultDir := filepath.Join(t.TempDir(), "networks")
+	require.NoError(t, os.MkdirAll(filepath.Join(defaultDir, "fnet"), 0o700))
+	old := t0.Add(-time.Hour)
+	for path, body := range map[string]string{filepath.Join(defaultDir, "fnet", "10.244.0.7"): "gone\r\neth0", filepath.Join(scratch, "gone"): "{}",
+		filepath.Join(scratch, "live"): "{}"} {
+		require.NoError(t, os.WriteFile(path, []byte(body), 0o600))
+		require.NoError(t, os.Chtimes(path, old, old))
+	}
+	s := n.scanner()
+	s.HostLocalDir = defaultDir
+	r, err := s.Scan(context.Background())
+	require.NoError(t, err)
+	got := map[string]string{}
+	for _, f := range r.Findings {
+		if f.Owner.Network == "fnet" {
+			got[f.Kind+" "+f.Item] = f.Verdict + " " + f.Owner.IfName + " " + fmt.Sprint(f.Delegate)
+		}
+	}
+	assert.Equal(t, map[string]string{
+		KindHostLocal + " 10.244.0.7": "leak eth0 &{0 flannel}",
+		KindFlannel + " gone":         "leak eth0 &{0 flannel}",
+		KindFlannel + " live":         "keep  &{0 flannel}",
+	}, got)
+
+	x := &fakeExec{n: n}
+	var ops []events.Op
+	var leaks []Finding
+	for _, f := range r.Leaks() {
+		if f.Owner.Network == "fnet" {
+			leaks = append(leaks, f)
+		}
+	}
+	out := n.releaser(x, &ops).Release(context.Background(), leaks)
+	require.Len(t, out, 1, "one DEL of flannel for the owner")
+	require.Len(t, x.calls, 1)
+	assert.Equal(t, "flannel", x.calls[0].Type)
+	assert.Equal(t, "eth0", x.calls[0].Args.IfName)
+	assert.Contains(t, out[0].Error, "still held", "the fake flannel freed nothing")
 }

@@ -177,6 +177,11 @@ func (r *Releaser) stillThere(ctx context.Context, f Finding) error {
 			return errors.New("the reservation has another owner now")
 		}
 		return nil
+	case KindFlannel:
+		if _, err := fileutil.Lstat(r.Fs, f.Evidence); err != nil {
+			return fmt.Errorf("the scratch file: %w", err)
+		}
+		return nil
 	case KindPortmap:
 		if r.NAT == nil {
 			return errors.New("the nat table cannot be read")

@@ -24,6 +24,9 @@ const (
 	// in the range's data dir, holding its owner's container ID and
 	// ifname.
 	KindHostLocal = "host-local"
+	// KindFlannel is flannel's scratch file of one container: the
+	// delegate config its DEL consumes, named by the container ID.
+	KindFlannel = "flannel"
 	// KindLibcni is an entry of the runtime's libcni result cache.
 	KindLibcni = "libcni-cache"
 	// KindPortmap is portmap's DNAT chain of one container.
@@ -34,7 +37,7 @@ const (
 )
 
 // Kinds lists every kind, in the report's order.
-var Kinds = []string{KindHostLocal, KindPortmap, KindLibcni, KindRecord}
+var Kinds = []string{KindHostLocal, KindPortmap, KindFlannel, KindLibcni, KindRecord}
 
 // Verdicts.
 const (

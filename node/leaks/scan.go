@@ -45,6 +45,9 @@ type Scanner struct {
 	// Addrs are the addresses in use in live network namespaces
 	// (LiveAddrs); nil: not looked at, and no reservation is a leak.
 	Addrs func() (map[netip.Addr]string, error)
+	// HostLocalDir is host-local's default data dir
+	// ("": DefaultHostLocalDir).
+	HostLocalDir string
 	// Node and BootID name the node and its boot.
 	Node, BootID string
 	MinAge       time.Duration
@@ -112,8 +115,17 @@ func (s *Scanner) Scan(ctx context.Context) (*Report, error) {
 
 	for _, name := range sortedNames(lk.nets) {
 		n := lk.nets[name]
-		for dir, d := range n.hostLocalDirs() {
+		defaultDir := s.HostLocalDir
+		if defaultDir == "" {
+			defaultDir = DefaultHostLocalDir
+		}
+		for dir, d := range n.hostLocalDirs(defaultDir) {
 			fs, in := s.hostLocal(n, dir, d)
+			r.Inputs = append(r.Inputs, in)
+			r.Findings = append(r.Findings, fs...)
+		}
+		for dir, d := range n.flannelDirs() {
+			fs, in := s.flannel(n, dir, d)
 			r.Inputs = append(r.Inputs, in)
 			r.Findings = append(r.Findings, fs...)
 		}
@@ -148,6 +160,8 @@ func (s *Scanner) judge(f Finding, lk *look, now time.Time) (string, string) {
 	switch {
 	case o.ContainerID == "":
 		return Keep, "no owner: the file names no container"
+	case o.IfName == "":
+		return Keep, "its owner's ifname is not known (no reservation of the same owner names it)"
 	case f.Delegate == nil:
 		return Keep, "no config of network " + o.Network + " names the delegate that made it"
 	case lk.listErr != "":
@@ -300,6 +314,31 @@ func (s *Scanner) hostLocal(n *network, dir string, d Delegate) ([]Finding, Inpu
 	return out, in
 }
 
+// flannel reads flannel's scratch files of network n in dir: one per
+// container, named by its ID. A file whose network is another's (flannel
+// writes one dir for all its networks) is still this one's to look at:
+// its owner's reservation, on n, says whose it is.
+func (s *Scanner) flannel(n *network, dir string, d Delegate) ([]Finding, Input) {
+	in := Input{What: "flannel's scratch files of " + n.Name, Where: dir}
+	entries, err := afero.ReadDir(s.Fs, dir)
+	if err != nil {
+		if !os.IsNotExist(err) {
+			in.Error = err.Error()
+		}
+		return nil, in
+	}
+	var out []Finding
+	for _, e := range entries {
+		if !e.Mode().IsRegular() || utils.ValidateContainerID(e.Name()) != nil {
+			continue
+		}
+		in.Count++
+		out = append(out, Finding{Kind: KindFlannel, Owner: Owner{Network: n.Name, ContainerID: e.Name()}, Item: e.Name(),
+			Evidence: filepath.Join(dir, e.Name()), Since: e.ModTime().UTC(), Delegate: &d})
+	}
+	return out, in
+}
+
 // dnatJump is portmap's rule that sends a container's host ports to its
 // DNAT chain, commented with the network and the container.
 var dnatJump = regexp.MustCompile(`^-A CNI-HOSTPORT-DNAT .*--comment "dnat name: \\"([^"\\]+)\\" id: \\"([^"\\]+)\\"".* -j (CNI-DN-[0-9a-f]+)`)
@@ -345,7 +384,7 @@ func inherit(fs []Finding) {
 		}
 	}
 	for i, f := range fs {
-		if f.Kind != KindPortmap {
+		if f.Kind != KindPortmap && f.Kind != KindFlannel {
 			continue
 		}
 		if r, ok := byOwner[[2]string{f.Owner.Network, f.Owner.ContainerID}]; ok {
@@ -374,7 +413,7 @@ func NATTable(ctx context.Context) ([]byte, error) {
 func keepWithOwner(fs []Finding) {
 	kept := map[Owner]string{}
 	for _, f := range fs {
-		if f.Verdict == Keep && (f.Kind == KindHostLocal || f.Kind == KindPortmap) && f.Owner.ContainerID != "" {
+		if f.Verdict == Keep && f.Kind != KindRecord && f.Kind != KindLibcni && f.Owner.ContainerID != "" {
 			if _, ok := kept[f.Owner]; !ok {
 				kept[f.Owner] = f.Kind + " " + f.Item + " is kept: " + f.Why
 			}
