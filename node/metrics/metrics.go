@@ -147,7 +147,7 @@ func (m *Metrics) ObserveOp(op events.Op) {
 }
 
 // opLabels are the verbs and outcomes of the journal's operations.
-var opLabels = []string{"ADD", "DEL", "CHECK", "STATUS", "GC", "REPAIR", "RETRY", "RECLAIM", "ABANDON", "OK", "ERROR"}
+var opLabels = []string{"ADD", "DEL", "CHECK", "STATUS", "GC", "REPAIR", "RETRY", "RECLAIM", "ABANDON", "RELEASE", "OK", "ERROR"}
 
 // label bounds a verb or outcome taken from the journal: a line that
 // parses but carries a hostile verb must not blow up the series count.

@@ -80,6 +80,9 @@ func TestJournalTail(t *testing.T) {
 	n, err := testutil.GatherAndCount(m.Registry, "catena_operation_duration_seconds")
 	require.NoError(t, err)
 	assert.Equal(t, 6, n, "one histogram per verb and outcome seen: add, del ok and error, gc, reclaim, other")
+	appendTo(t, path, opLine(t, "RELEASE", "ok", time.Millisecond))
+	require.NoError(t, tail.Poll())
+	assert.Equal(t, 1.0, ops("release", "ok"), "a leak's release, as repair --from-report journals it")
 }
 
 // TestObservePassAndLint: a pass's report sets the gauges and counters,
