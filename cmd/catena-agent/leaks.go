@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/afero"
 	"github.com/spf13/cobra"
 
-	"github.com/catena-cni/catena/fileutil"
 	"github.com/catena-cni/catena/libchain/events"
 	"github.com/catena-cni/catena/libchain/invoke"
 	"github.com/catena-cni/catena/node/agent"
@@ -46,14 +45,14 @@ func (l *leakWatchFlags) setup(obs *observability, f *installFlags, ef *eventsFl
 	if node == "" {
 		node, _ = os.Hostname()
 	}
-	boot, err := fileutil.ReadSmallFile(afero.NewOsFs(), "/proc/sys/kernel/random/boot_id", 64, true)
+	boot, err := leaks.BootID(afero.NewOsFs())
 	if err != nil {
 		log.Warn("leaks: no boot ID; no leak scan", "error", err)
 		return nil
 	}
 	cacheDir := f.cfg.Catena.CacheDir
 	s := &leaks.Scanner{Fs: afero.NewOsFs(), ConfDir: f.cfg.ConfDir, ResultsDir: f.resultsDir, CacheDir: cacheDir, Sandboxes: obs.lister,
-		Runtime: "the reconciler's runtime", NAT: leaks.NATTable, Addrs: leaks.LiveAddrs, Node: node, BootID: strings.TrimSpace(string(boot)), MinAge: l.minAge}
+		Runtime: "the reconciler's runtime", NAT: leaks.NATTable, Addrs: leaks.LiveAddrs, Node: node, BootID: boot, MinAge: l.minAge}
 	w := leaks.NewWatcher(obs.metrics.Registry, leaks.Watcher{Scanner: s, Interval: l.interval, ReleaseAfter: l.releaseAfter, Log: log.With("component", "leaks"),
 		Releaser: &leaks.Releaser{Fs: afero.NewOsFs(), ConfDir: f.cfg.ConfDir, CacheDir: cacheDir, CNIPath: strings.Join(cniPath, string(filepath.ListSeparator)),
 			Exec: invoke.NewExec(os.Stderr), NAT: leaks.NATTable, OnOp: events.OnOp(nil, cacheDir, log)},

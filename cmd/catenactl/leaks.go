@@ -24,7 +24,6 @@ import (
 // Where the leak report looks by default.
 const (
 	defaultResultsDir = "/var/lib/cni/results"
-	bootIDPath        = "/proc/sys/kernel/random/boot_id"
 )
 
 // leakFlags are the flags of leaks, which repair --from-report shares.
@@ -63,13 +62,13 @@ func (a *app) scanner(ctx context.Context, l *leakFlags) (*leaks.Scanner, func()
 	if err != nil {
 		return nil, nil, fmt.Errorf("node name: %w", err)
 	}
-	boot, err := fileutil.ReadSmallFile(afero.NewOsFs(), bootIDPath, 64, true)
+	boot, err := leaks.BootID(afero.NewOsFs())
 	if err != nil {
-		return nil, nil, fmt.Errorf("boot ID: %w", err)
+		return nil, nil, err
 	}
 	s := &leaks.Scanner{Fs: afero.NewOsFs(), ConfDir: l.confDir, ResultsDir: l.resultsDir, CacheDir: cacheDir,
 		Sandboxes: boundedLister{lister, reconcile.DefaultRuntimeTimeout}, Runtime: endpoint, NAT: leaks.NATTable, Addrs: leaks.LiveAddrs,
-		Node: node, BootID: strings.TrimSpace(string(boot)), MinAge: l.minAge, Now: a.now}
+		Node: node, BootID: boot, MinAge: l.minAge, Now: a.now}
 	return s, func() { _ = lister.Close() }, nil
 }
 

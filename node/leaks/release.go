@@ -172,7 +172,7 @@ func (r *Releaser) stillThere(ctx context.Context, f Finding) error {
 		if err != nil {
 			return fmt.Errorf("the reservation: %w", err)
 		}
-		lines := strings.FieldsFunc(string(b), func(c rune) bool { return c == '\r' || c == '\n' })
+		lines := reservationLines(b)
 		if len(lines) < 1 || lines[0] != f.Owner.ContainerID || (f.Owner.IfName != "" && (len(lines) < 2 || lines[1] != f.Owner.IfName)) {
 			return errors.New("the reservation has another owner now")
 		}

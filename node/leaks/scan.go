@@ -60,8 +60,10 @@ type look struct {
 	sandboxes map[string]struct{}
 	listErr   string
 	records   map[cache.Key]bool
-	// libcni are the cache entries' owners and their files.
-	libcni map[Owner]string
+	// recordOf and libcniOf are a record and a libcni cache entry of each
+	// network and container ID.
+	recordOf map[[2]string]cache.Key
+	libcniOf map[[2]string]string
 	// addrs are the addresses in live namespaces; addrsErr why they
 	// are not known.
 	addrs    map[netip.Addr]string
@@ -90,6 +92,10 @@ func (s *Scanner) Scan(ctx context.Context) (*Report, error) {
 
 	recs, in := s.records()
 	lk.records = recs
+	lk.recordOf = map[[2]string]cache.Key{}
+	for k := range recs {
+		lk.recordOf[[2]string{k.Network, k.ContainerID}] = k
+	}
 	r.Inputs = append(r.Inputs, in)
 	for k := range recs {
 		r.Findings = append(r.Findings, Finding{Kind: KindRecord, Owner: Owner{Network: k.Network, ContainerID: k.ContainerID, IfName: k.IfName},
@@ -99,9 +105,9 @@ func (s *Scanner) Scan(ctx context.Context) (*Report, error) {
 
 	entries, in := s.libcniEntries()
 	r.Inputs = append(r.Inputs, in)
-	lk.libcni = map[Owner]string{}
+	lk.libcniOf = map[[2]string]string{}
 	for _, f := range entries {
-		lk.libcni[f.Owner] = f.Item
+		lk.libcniOf[[2]string{f.Owner.Network, f.Owner.ContainerID}] = f.Item
 	}
 
 	in = Input{What: "addresses in live network namespaces", Where: "/proc/*/ns/net, /run/netns"}
@@ -172,15 +178,11 @@ func (s *Scanner) judge(f Finding, lk *look, now time.Time) (string, string) {
 	if _, ok := lk.sandboxes[o.ContainerID]; ok {
 		return Keep, "the runtime has its sandbox"
 	}
-	for k := range lk.records {
-		if k.Network == o.Network && k.ContainerID == o.ContainerID {
-			return Keep, "Catena holds a record of " + k.String() + ": its reconciler decides"
-		}
+	if k, ok := lk.recordOf[[2]string{o.Network, o.ContainerID}]; ok {
+		return Keep, "Catena holds a record of " + k.String() + ": its reconciler decides"
 	}
-	for owner, entry := range lk.libcni {
-		if owner.Network == o.Network && owner.ContainerID == o.ContainerID {
-			return Keep, "the runtime's libcni cache still has an entry of it (" + entry + "): the runtime's DEL, or Catena's adoption, releases it"
-		}
+	if entry, ok := lk.libcniOf[[2]string{o.Network, o.ContainerID}]; ok {
+		return Keep, "the runtime's libcni cache still has an entry of it (" + entry + "): the runtime's DEL, or Catena's adoption, releases it"
 	}
 	if f.Kind == KindHostLocal {
 		if lk.addrsErr != "" {
@@ -243,11 +245,8 @@ func (s *Scanner) libcniEntries() ([]Finding, Input) {
 	if s.ResultsDir == "" {
 		return nil, in
 	}
-	entries, err := afero.ReadDir(s.Fs, s.ResultsDir)
-	if err != nil {
-		if !os.IsNotExist(err) {
-			in.Error = err.Error()
-		}
+	entries, ok := s.listDir(s.ResultsDir, &in)
+	if !ok {
 		return nil, in
 	}
 	var out []Finding
@@ -276,16 +275,40 @@ func (s *Scanner) libcniEntries() ([]Finding, Input) {
 	return out, in
 }
 
+// BootID is the node's boot ID, which a report names.
+func BootID(fsys afero.Fs) (string, error) {
+	b, err := fileutil.ReadSmallFile(fsys, "/proc/sys/kernel/random/boot_id", 64, true)
+	if err != nil {
+		return "", fmt.Errorf("boot ID: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// listDir lists dir for in: a missing dir is empty, another error is in's.
+func (s *Scanner) listDir(dir string, in *Input) ([]os.FileInfo, bool) {
+	entries, err := afero.ReadDir(s.Fs, dir)
+	if err != nil {
+		if !os.IsNotExist(err) {
+			in.Error = err.Error()
+		}
+		return nil, false
+	}
+	return entries, true
+}
+
+// reservationLines are the lines of a host-local reservation: its owner's
+// container ID, then its ifname.
+func reservationLines(b []byte) []string {
+	return strings.FieldsFunc(string(b), func(r rune) bool { return r == '\r' || r == '\n' })
+}
+
 // hostLocal reads network n's reservations in dir: files named by an IP,
 // each "<container ID>\r\n<ifname>" (host-local's disk store).
 func (s *Scanner) hostLocal(n *network, dir string, d Delegate) ([]Finding, Input) {
 	path := filepath.Join(dir, n.Name)
 	in := Input{What: "host-local reservations of " + n.Name, Where: path}
-	entries, err := afero.ReadDir(s.Fs, path)
-	if err != nil {
-		if !os.IsNotExist(err) {
-			in.Error = err.Error()
-		}
+	entries, ok := s.listDir(path, &in)
+	if !ok {
 		return nil, in
 	}
 	var out []Finding
@@ -300,7 +323,7 @@ func (s *Scanner) hostLocal(n *network, dir string, d Delegate) ([]Finding, Inpu
 		if err != nil {
 			f.Verdict, f.Why = Keep, "unreadable: "+err.Error()
 		} else {
-			lines := strings.FieldsFunc(string(b), func(r rune) bool { return r == '\r' || r == '\n' })
+			lines := reservationLines(b)
 			if len(lines) > 0 && utils.ValidateContainerID(lines[0]) == nil {
 				f.Owner.ContainerID = lines[0]
 			}
@@ -320,11 +343,8 @@ func (s *Scanner) hostLocal(n *network, dir string, d Delegate) ([]Finding, Inpu
 // its owner's reservation, on n, says whose it is.
 func (s *Scanner) flannel(n *network, dir string, d Delegate) ([]Finding, Input) {
 	in := Input{What: "flannel's scratch files of " + n.Name, Where: dir}
-	entries, err := afero.ReadDir(s.Fs, dir)
-	if err != nil {
-		if !os.IsNotExist(err) {
-			in.Error = err.Error()
-		}
+	entries, ok := s.listDir(dir, &in)
+	if !ok {
 		return nil, in
 	}
 	var out []Finding
