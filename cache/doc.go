@@ -71,6 +71,7 @@
 //	names.go            file names of keys and networks, hashed when too long
 //	entrycheck.go       record entry checks, bounded reads, the modes the store creates
 //	flock.go            FlockLocker: per-attachment flock(2) lock files (linux)
+//	lockprobe.go        ProbeLock: whether a lock file's flock is held, taking no part in it
 //	memlock.go          MemLocker: an in-process Locker for tests
 //	barrier.go          Barrier: DiskStore's, through its Locker, and MemLocker's
 //	barrier_flock.go    FlockLocker's Barrier on locks/<network>/.barrier (linux)

@@ -33,6 +33,8 @@ type leaksNode struct {
 	// plugins are the primary's plugins but the failer, which the test's
 	// cleanup DELs leaks through with the failer that no longer fails.
 	plugins []string
+	// cniPath is catenactl's --cni-path ("": the node's bin dir).
+	cniPath string
 }
 
 func newLeaksNode(t *testing.T, v containerdVersion) *leaksNode {
@@ -101,8 +103,12 @@ func (ln *leaksNode) leakedOwners(live []string) []string {
 // stderr and exit code.
 func (ln *leaksNode) catenactl(args ...string) (string, string, int) {
 	ln.t.Helper()
+	cniPath := ln.cniPath
+	if cniPath == "" {
+		cniPath = ln.binDir
+	}
 	all := append(args, "--cache-dir", ln.w.cacheDir, "--cni-conf-dir", ln.confDir, "--results-dir", libcniResults,
-		"--runtime-endpoint", ln.sock, "--cni-path", ln.binDir)
+		"--runtime-endpoint", ln.sock, "--cni-path", cniPath)
 	cmd := exec.Command(filepath.Join(ln.src, "catenactl"), all...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -137,6 +143,67 @@ func leaked(r *leaks.Report, kind string) []string {
 	}
 	slices.Sort(ids)
 	return ids
+}
+
+// cachedLeak leaks an attachment the way a runtime that lost its sandbox
+// after a successful ADD does: the primary's plugins but the failer ADDed
+// through libcni (which caches the result and the config in the runtime's
+// libcni cache), then its netns deleted. Its IP, DNAT chain and cache entry
+// stay, until Catena's install adopts the entry into a record. It returns
+// the owner.
+func (ln *leaksNode) cachedLeak() string {
+	ln.t.Helper()
+	id := fmt.Sprintf("cached%d", os.Getpid())
+	list := ln.w.plainList(ln.net, "1.1.0", ln.plugins...)
+	cni := libcni.NewCNIConfigWithCacheDir([]string{ln.binDir}, filepath.Dir(libcniResults), nil)
+	ns := filepath.Base(ln.w.addNetns(ln.w.id + "-cached"))
+	rt := &libcni.RuntimeConf{ContainerID: id, IfName: "eth0", NetNS: "/var/run/netns/" + ns, CapabilityArgs: portMapping(int(hostPort()))}
+	_, err := cni.AddNetworkList(context.Background(), list, rt)
+	require.NoError(ln.t, err)
+	entry := filepath.Join(libcniResults, ln.net+"-"+id+"-eth0")
+	require.FileExists(ln.t, entry, "libcni cached the ADD")
+	ln.t.Cleanup(func() {
+		rt.NetNS = ""
+		if err := cni.DelNetworkList(context.Background(), list, rt); err != nil {
+			ln.t.Logf("cleanup: DEL of %s: %v", id, err)
+		}
+		_ = os.Remove(entry)
+	})
+	run(ln.t, "ip", "netns", "del", ns)
+	return id
+}
+
+// orphanVeth puts a veth on the chain's bridge whose peer is in a
+// namespace only an open fd of a sleeping process holds (no process in it,
+// no mount): a sandbox's veth whose namespace a runtime leaked. It returns
+// the veth and the process's pid.
+func (ln *leaksNode) orphanVeth() (string, int) {
+	ln.t.Helper()
+	ns := filepath.Base(ln.w.addNetns(ln.w.id + "-orphan"))
+	veth := fmt.Sprintf("vor%d", os.Getpid()%100000)
+	run(ln.t, "ip", "link", "add", veth, "type", "veth", "peer", "name", "eth9", "netns", ns)
+	ln.t.Cleanup(func() { _ = exec.Command("ip", "link", "del", veth).Run() })
+	run(ln.t, "ip", "link", "set", veth, "master", ln.w.bridge, "up")
+	holder := exec.Command("bash", "-c", `exec 3<"$1"; exec sleep 600`, "-", "/var/run/netns/"+ns)
+	require.NoError(ln.t, holder.Start())
+	ln.t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
+	require.Eventually(ln.t, func() bool {
+		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", holder.Process.Pid))
+		return err == nil && strings.TrimSpace(string(comm)) == "sleep"
+	}, 5*time.Second, 20*time.Millisecond, "the sleeper holds the namespace")
+	run(ln.t, "ip", "netns", "del", ns)
+	return veth, holder.Process.Pid
+}
+
+// kindOf are the report's findings of kind, by item.
+func kindOf(r *leaks.Report, kind string) map[string]leaks.Finding {
+	m := map[string]leaks.Finding{}
+	for _, f := range r.Findings {
+		if f.Kind == kind {
+			m[f.Item] = f
+		}
+	}
+	return m
 }
 
 // TestLeaksBeforeCatena: a containerd 2.4 node ran the plain chain, and
@@ -176,8 +243,10 @@ func TestLeaksBeforeCatena(t *testing.T) {
 	require.Len(t, ln.w.ipamFiles(ln.net), 2+leaking, "each failed sandbox leaked its IP: the plain chain's DEL stopped at the failer")
 	made := ln.leakedOwners(live)
 	ln.cleanupLeaks(made)
+	cached := ln.cachedLeak()
 	ln.installOnce()
 	ln.waitLoaded(true)
+	veth, sleeper := ln.orphanVeth()
 	// The first leak's address is on an interface of a network namespace
 	// that is still mounted (a sandbox the runtime lost, its netns held):
 	// it, and its chain, are kept.
@@ -189,7 +258,7 @@ func TestLeaksBeforeCatena(t *testing.T) {
 	r1, p1 := ln.report("r1.json", "--min-age", "0s")
 	var ids []string
 	for _, f := range r1.Findings {
-		if f.Kind == leaks.KindHostLocal && !slices.Contains(live, f.Owner.ContainerID) {
+		if f.Kind == leaks.KindHostLocal && !slices.Contains(live, f.Owner.ContainerID) && f.Owner.ContainerID != cached {
 			ids = append(ids, f.Owner.ContainerID)
 		}
 		if slices.Contains(live, f.Owner.ContainerID) {
@@ -201,6 +270,23 @@ func TestLeaksBeforeCatena(t *testing.T) {
 	ids = slices.DeleteFunc(ids, func(id string) bool { return id == lost })
 	assert.Equal(t, ids, leaked(r1, leaks.KindHostLocal), "exactly the leaked IPs but the one a live netns holds")
 	assert.Equal(t, ids, leaked(r1, leaks.KindPortmap), "and their DNAT chains")
+	entry := filepath.Join(libcniResults, ln.net+"-"+cached+"-eth0")
+	// The agent's install adopted the cached attachment into a Catena
+	// record: its reconciler, not a repair, reclaims it.
+	for _, f := range r1.Findings {
+		if f.Owner.ContainerID == cached {
+			assert.Equal(t, leaks.Keep, f.Verdict, "%s %s of the adopted owner", f.Kind, f.Item)
+			if f.Kind != leaks.KindRecord && f.Kind != leaks.KindLibcni {
+				assert.Contains(t, f.Why, "Catena holds a record of")
+			}
+		}
+	}
+	assert.Equal(t, leaks.Keep, kindOf(r1, leaks.KindLibcni)[filepath.Base(entry)].Verdict, "the runtime's cache file itself is kept")
+	veths := kindOf(r1, leaks.KindVeth)
+	require.Contains(t, veths, veth, "the veth whose namespace no process is in")
+	assert.Len(t, veths, 1, "no live pod's veth is a finding: %v", veths)
+	assert.Equal(t, leaks.Keep, veths[veth].Verdict)
+	assert.Contains(t, veths[veth].Why, fmt.Sprintf("held only by an open fd of pid %d (sleep)", sleeper))
 	for _, f := range r1.Findings {
 		if f.Owner.ContainerID == lost && f.Kind == leaks.KindHostLocal {
 			assert.Equal(t, leaks.Keep, f.Verdict)
@@ -217,13 +303,29 @@ func TestLeaksBeforeCatena(t *testing.T) {
 	_, p2 := ln.report("r2.json", "--min-age", "0s")
 	out, errOut, code = ln.catenactl("repair", "--from-report", p1, "--from-report", p2, "--confirm-after", "1s", "--min-age", "0s", "--dry-run")
 	require.Zero(t, code, "dry run: %s%s", out, errOut)
-	require.Len(t, ln.w.ipamFiles(ln.net), 2+leaking, "a dry run releases nothing")
-	liveIPs[lost] = lostIP // kept, as its netns holds it
+	require.Len(t, ln.w.ipamFiles(ln.net), 2+leaking+1, "a dry run releases nothing")
+	liveIPs[lost] = lostIP            // kept, as its netns holds it
+	liveIPs[cached] = ln.ipOf(cached) // kept, as Catena's record holds it
+
+	// A delegate whose DEL fails (bridge finds no host-local in this
+	// CNI path) leaves its findings, and the repair exits non-zero; the
+	// portmap chains are released meanwhile.
+	broken := t.TempDir()
+	for _, p := range []string{"bridge", "portmap"} {
+		require.NoError(t, os.Symlink(filepath.Join(cniPath, p), filepath.Join(broken, p)))
+	}
+	ln.cniPath = broken
+	out, errOut, code = ln.catenactl("repair", "--from-report", p1, "--from-report", p2, "--confirm-after", "1s", "--min-age", "0s")
+	ln.cniPath = ""
+	assert.Equal(t, 1, code, "a failed DEL fails the repair: %s%s", out, errOut)
+	assert.Contains(t, out, fmt.Sprintf("%d released, %d failed", len(ids), len(ids)))
+	assert.Contains(t, errOut, "their findings are still held")
+	require.Len(t, ln.w.ipamFiles(ln.net), 2+leaking+1, "the failed DELs freed no IP")
 
 	out, errOut, code = ln.catenactl("repair", "--from-report", p1, "--from-report", p2, "--confirm-after", "1s", "--min-age", "0s")
 	require.Zero(t, code, "repair --from-report: %s%s", out, errOut)
 	t.Logf("catenactl repair --from-report:\n%s", out)
-	assert.Contains(t, out, fmt.Sprintf("%d released, 0 failed", 2*len(ids)))
+	assert.Contains(t, out, fmt.Sprintf("%d released, 0 failed", len(ids)), "the reservations; the chains went in the failed run")
 	held := ln.w.ipamFiles(ln.net)
 	var liveHeld []string
 	for _, ip := range liveIPs {
@@ -252,8 +354,8 @@ func TestLeaksBeforeCatena(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 2*len(ids), releases, "each release journaled")
-	t.Logf("LEAKS containerd 2.4: %d leaked, %d found (1 more kept: its netns is live), %d released, %d live kept",
-		leaking, len(ids), len(ids), len(live))
+	t.Logf("LEAKS containerd 2.4: %d leaked by failed sandboxes, %d found (1 more kept: its netns is live), %d released, %d live kept; "+
+		"1 lost sandbox with a libcni cache entry adopted by the install and kept; 1 orphan veth reported and kept", leaking, len(ids), len(ids), len(live))
 }
 
 // TestLeaksBeforeCatenaCRIO: the same on a CRI-O node, whose primary is

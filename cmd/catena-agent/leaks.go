@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/afero"
 	"github.com/spf13/cobra"
 
 	"github.com/catena-cni/catena/libchain/events"
@@ -41,21 +40,17 @@ func (l *leakWatchFlags) setup(obs *observability, f *installFlags, ef *eventsFl
 	if l.interval <= 0 || obs.lister == nil {
 		return nil
 	}
-	node := ef.node
-	if node == "" {
-		node, _ = os.Hostname()
-	}
-	boot, err := leaks.BootID(afero.NewOsFs())
+	cacheDir := f.cfg.Catena.CacheDir
+	on := leaks.OnNode{ConfDir: f.cfg.ConfDir, ResultsDir: f.resultsDir, CacheDir: cacheDir, Sandboxes: obs.lister,
+		Runtime: "the reconciler's runtime", Node: ef.node, MinAge: l.minAge,
+		CNIPath: strings.Join(cniPath, string(filepath.ListSeparator)), Exec: invoke.NewExec(os.Stderr), OnOp: events.OnOp(nil, cacheDir, log)}
+	s, err := on.Scanner()
 	if err != nil {
-		log.Warn("leaks: no boot ID; no leak scan", "error", err)
+		log.Warn("leaks: no leak scan", "error", err)
 		return nil
 	}
-	cacheDir := f.cfg.Catena.CacheDir
-	s := &leaks.Scanner{Fs: afero.NewOsFs(), ConfDir: f.cfg.ConfDir, ResultsDir: f.resultsDir, CacheDir: cacheDir, Sandboxes: obs.lister,
-		Runtime: "the reconciler's runtime", NAT: leaks.NATTable, Addrs: leaks.LiveAddrs, Node: node, BootID: boot, MinAge: l.minAge}
 	w := leaks.NewWatcher(obs.metrics.Registry, leaks.Watcher{Scanner: s, Interval: l.interval, ReleaseAfter: l.releaseAfter, Log: log.With("component", "leaks"),
-		Releaser: &leaks.Releaser{Fs: afero.NewOsFs(), ConfDir: f.cfg.ConfDir, CacheDir: cacheDir, CNIPath: strings.Join(cniPath, string(filepath.ListSeparator)),
-			Exec: invoke.NewExec(os.Stderr), NAT: leaks.NATTable, OnOp: events.OnOp(nil, cacheDir, log)},
+		Releaser: on.Releaser(false),
 		OnGrow: func(total int, summary string) {
 			log.Warn("leaks Catena did not make", "leaks", total, "by", summary)
 			if ef.emitter != nil && ef.node != "" {

@@ -115,7 +115,7 @@ func recordsCheck(cacheDir string) check {
 			complete++
 			continue
 		}
-		st, err := probeLock(lockPath(cacheDir, e.Key))
+		st, err := cache.ProbeLock(lockPath(cacheDir, e.Key))
 		if err != nil {
 			stuck = append(stuck, fmt.Sprintf("%s: %v", e.Key, err))
 			continue
@@ -177,7 +177,7 @@ func locksCheck(cacheDir string, lockTimeout time.Duration, now time.Time) check
 	var bad, running []string
 	leftover := 0
 	for _, p := range paths {
-		st, err := probeLock(p)
+		st, err := cache.ProbeLock(p)
 		switch {
 		case err != nil:
 			bad = append(bad, err.Error())

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"time"
 
@@ -58,18 +57,20 @@ func (a *app) scanner(ctx context.Context, l *leakFlags) (*leaks.Scanner, func()
 	if err != nil {
 		return nil, nil, cli.Usagef("%w", err)
 	}
-	node, err := os.Hostname()
+	on := a.onNode(l, cacheDir, endpoint, boundedLister{lister, reconcile.DefaultRuntimeTimeout})
+	s, err := on.Scanner()
 	if err != nil {
-		return nil, nil, fmt.Errorf("node name: %w", err)
-	}
-	boot, err := leaks.BootID(afero.NewOsFs())
-	if err != nil {
+		_ = lister.Close()
 		return nil, nil, err
 	}
-	s := &leaks.Scanner{Fs: afero.NewOsFs(), ConfDir: l.confDir, ResultsDir: l.resultsDir, CacheDir: cacheDir,
-		Sandboxes: boundedLister{lister, reconcile.DefaultRuntimeTimeout}, Runtime: endpoint, NAT: leaks.NATTable, Addrs: leaks.LiveAddrs,
-		Node: node, BootID: boot, MinAge: l.minAge, Now: a.now}
 	return s, func() { _ = lister.Close() }, nil
+}
+
+// onNode is this node as catenactl's leaks and repair see it.
+func (a *app) onNode(l *leakFlags, cacheDir, endpoint string, lister reconcile.SandboxLister) leaks.OnNode {
+	return leaks.OnNode{ConfDir: l.confDir, ResultsDir: l.resultsDir, CacheDir: cacheDir, Sandboxes: lister, Runtime: endpoint,
+		MinAge: l.minAge, Now: a.now, CNIPath: a.resolveCNIPath(), Exec: invoke.NewExec(a.stderr),
+		OnOp: events.OnOp(afero.NewOsFs(), cacheDir, slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))}
 }
 
 // boundedLister bounds each ListPodSandbox.
@@ -91,14 +92,17 @@ func (a *app) leaksCmd() *cobra.Command {
 		Use:   "leaks",
 		Short: "Report what the node's networks hold that no live sandbox owns",
 		Long: `leaks looks at everything the networks of the conf dir hold on this node (each
-host-local reservation, each portmap DNAT chain, the runtime's libcni cache
-entries and Catena's records), finds each one's owner (container ID, ifname,
-network) and checks it against the runtime's sandboxes (CRI ListPodSandbox),
-the addresses of every live network namespace, Catena's records and locks. A
-finding is a leak only when all of these agree: no sandbox of its owner in a
-non-empty list, no record, no lock held, its address in no live namespace,
-a delegate of the network's config that made it, and older than --min-age.
-Every doubt keeps it, with the reason.
+host-local reservation, each portmap DNAT chain, flannel's scratch files, the
+veths on their bridges whose peer's namespace nothing visible holds, the
+runtime's libcni cache entries and Catena's records), finds each one's owner
+(container ID, ifname, network) and checks it against the runtime's sandboxes
+(CRI ListPodSandbox), the addresses of every live network namespace, Catena's
+records and locks. A finding is a leak only when all of these agree: no
+sandbox of its owner in a non-empty list, no record, no lock held, its
+address in no live namespace, a delegate of the network's config that made
+it (of the config the owner's libcni cache entry holds, when it has one),
+and older than --min-age. Every doubt keeps it, with the reason; a veth, a
+cache entry and a record are only reported.
 
 It changes nothing. --output FILE writes the report as JSON (versioned, with
 the node, the boot ID, the time and every input read) to FILE, a private
@@ -203,9 +207,7 @@ func (a *app) repairFromReports(ctx context.Context, l *leakFlags, paths []strin
 	if err != nil {
 		return fmt.Errorf("repair --from-report: %w", err)
 	}
-	rel := &leaks.Releaser{Fs: afero.NewOsFs(), ConfDir: l.confDir, CacheDir: s.CacheDir, CNIPath: a.resolveCNIPath(),
-		Exec: invoke.NewExec(a.stderr), NAT: leaks.NATTable, DryRun: dryRun,
-		OnOp: events.OnOp(afero.NewOsFs(), s.CacheDir, slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))}
+	rel := a.onNode(l, s.CacheDir, s.Runtime, s.Sandboxes).Releaser(dryRun)
 	out := releaseOutput{Reports: paths, Released: rel.Release(ctx, release), Refused: refused, DryRun: dryRun}
 	if out.Refused == nil {
 		out.Refused = []leaks.Refusal{}

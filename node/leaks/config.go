@@ -40,6 +40,30 @@ type plugin struct {
 	Delegates []json.RawMessage `json:"delegates"`
 	// DataDir is flannel's.
 	DataDir string `json:"dataDir"`
+	// Bridge is bridge's.
+	Bridge string `json:"bridge"`
+}
+
+// DefaultBridge is the bridge plugin's bridge when its config names none
+// (and flannel's delegate's).
+const DefaultBridge = "cni0"
+
+// bridges are the bridges n's plugins attach to.
+func (n *network) bridges() []string {
+	var out []string
+	for _, raw := range n.Plugins {
+		var p plugin
+		if json.Unmarshal(raw, &p) != nil {
+			continue
+		}
+		switch {
+		case p.Type == "bridge" && p.Bridge != "":
+			out = append(out, p.Bridge)
+		case p.Type == "bridge" || p.Type == "flannel":
+			out = append(out, DefaultBridge)
+		}
+	}
+	return out
 }
 
 // readNetworks reads every .conflist and .conf of dir: a catena entry's
@@ -80,6 +104,12 @@ func readNetwork(fsys afero.Fs, path string) (*network, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseNetwork(path, b)
+}
+
+// parseNetwork parses b, a .conflist or a .conf read from path (a conf
+// dir's file, or the config a libcni cache entry holds).
+func parseNetwork(path string, b []byte) (*network, error) {
 	var c struct {
 		Name       string            `json:"name"`
 		CNIVersion string            `json:"cniVersion"`

@@ -84,6 +84,9 @@ func Confirm(reports []*Report, now *Report, confirmAfter time.Duration) ([]Find
 			refused = append(refused, Refusal{Finding: f, Why: "not a leak now: " + whyNow(now, k)})
 		case cur.Owner != f.Owner || cur.Delegate == nil || f.Delegate == nil || *cur.Delegate != *f.Delegate:
 			refused = append(refused, Refusal{Finding: f, Why: "its owner or delegate changed since the reports"})
+		case cur.CachedConfig != f.CachedConfig:
+			refused = append(refused, Refusal{Finding: f, Why: "the config it is released with changed since the reports (its libcni cache entry " +
+				orNone(f.CachedConfig) + ", now " + orNone(cur.CachedConfig) + ")"})
 		default:
 			release = append(release, cur)
 		}
@@ -99,4 +102,11 @@ func whyNow(now *Report, k string) string {
 		}
 	}
 	return "gone"
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }

@@ -33,6 +33,8 @@ type node struct {
 	sandboxes                         map[string]struct{}
 	listErr                           error
 	addrs                             map[netip.Addr]string
+	nsids                             map[int]Holder
+	veths                             []Veth
 	nat                               string
 }
 
@@ -57,6 +59,20 @@ func (n *node) reserve(ip, id, ifname string, at time.Time) {
 	require.NoError(n.t, os.Chtimes(path, at, at))
 }
 
+// cacheEntry writes the runtime's libcni cache entry of id and ifname on
+// "net", whose config [bridge with host-local in ipamDir, portmap] carries
+// "mtu":1400 (the conf dir's does not).
+func (n *node) cacheEntry(id, ifname, ipamDir string) string {
+	n.t.Helper()
+	conf := fmt.Sprintf(`{"cniVersion":"1.1.0","name":"net","plugins":[{"type":"bridge","bridge":"cni0","mtu":1400,"ipam":{"type":"host-local","dataDir":%q}},{"type":"portmap","capabilities":{"portMappings":true}}]}`, ipamDir)
+	e, err := json.Marshal(map[string]any{"kind": "cniCacheV1", "containerId": id, "ifName": ifname, "networkName": "net",
+		"config": []byte(conf), "result": map[string]any{"cniVersion": "1.1.0"}})
+	require.NoError(n.t, err)
+	path := filepath.Join(n.results, "net-"+id+"-"+ifname)
+	require.NoError(n.t, os.WriteFile(path, e, 0o600))
+	return path
+}
+
 // chain adds portmap's DNAT chain of id to the nat table.
 func (n *node) chain(name, id string) {
 	n.nat += fmt.Sprintf(":%[1]s - [0:0]\n-A %[1]s -p tcp -m tcp --dport 8080 -j DNAT --to-destination 10.0.0.2:80\n"+
@@ -72,7 +88,8 @@ func (l lister) SandboxIDs(context.Context) (map[string]struct{}, error) {
 func (n *node) scanner() *Scanner {
 	return &Scanner{Fs: afero.NewOsFs(), ConfDir: n.confDir, ResultsDir: n.results, CacheDir: n.catena, Sandboxes: lister{n}, Runtime: "fake",
 		NAT:   func(context.Context) ([]byte, error) { return []byte(n.nat), nil },
-		Addrs: func() (map[netip.Addr]string, error) { return n.addrs, nil },
+		Live:  func() (*Live, error) { return &Live{Addrs: n.addrs, IDs: n.nsids}, nil },
+		Veths: func([]string) ([]Veth, error) { return n.veths, nil },
 		Node:  "node-1", BootID: "boot-1", MinAge: DefaultMinAge, Now: func() time.Time { return t0 }}
 }
 
@@ -108,9 +125,13 @@ func TestScanVerdicts(t *testing.T) {
 		{"the runtime down", func(n *node) { n.listErr = errors.New("connection refused") }, "10.0.0.5", "keep: the runtime's sandboxes could not be listed"},
 		{"its address in a live netns", func(n *node) { n.addrs[netip.MustParseAddr("10.0.0.5")] = "the netns of pid 42" }, "10.0.0.5", "keep: the address is on an interface in the netns of pid 42"},
 		{"no owner in the file", func(n *node) { n.reserve("10.0.0.5", "", "", old) }, "10.0.0.5", "keep: no owner"},
-		{"a libcni cache entry", func(n *node) {
+		{"a libcni cache entry with no config", func(n *node) {
 			require.NoError(t, os.WriteFile(filepath.Join(n.results, "net-gone-eth0"), []byte(`{"kind":"cniCacheV1","containerId":"gone","ifName":"eth0","networkName":"net"}`), 0o600))
-		}, "10.0.0.5", "keep: the runtime's libcni cache still has an entry of it"},
+		}, "10.0.0.5", "keep: its owner's libcni cache entry " /* then its path */},
+		{"a libcni cache entry of another ifname", func(n *node) { n.cacheEntry("gone", "net1", n.ipamDir) }, "10.0.0.5", "keep: its owner's libcni cache entry "},
+		{"a libcni cache entry whose config has no host-local there", func(n *node) { n.cacheEntry("gone", "eth0", "/elsewhere") }, "10.0.0.5",
+			"keep: the config of its owner's libcni cache entry "},
+		{"a libcni cache entry with the config", func(n *node) { n.cacheEntry("gone", "eth0", n.ipamDir) }, "10.0.0.5", "leak: no sandbox gone"},
 		{"a Catena record", func(n *node) {
 			st := cache.NewDiskStore(afero.NewOsFs(), n.catena, cache.NewFlockLocker(filepath.Join(n.catena, cache.LocksDir)))
 			require.NoError(t, st.Save(&cache.Record{Key: cache.Key{Network: "net", ContainerID: "gone", IfName: "eth0"}, Phase: cache.PhaseComplete}))
@@ -272,11 +293,20 @@ func (f *fakeExec) Run(_ context.Context, c libchain.Call) error {
 		return nil
 	}
 	if c.Type == "bridge" {
-		entries, _ := os.ReadDir(filepath.Join(f.n.ipamDir, "net"))
+		var conf struct {
+			IPAM struct {
+				DataDir string `json:"dataDir"`
+			} `json:"ipam"`
+		}
+		if err := json.Unmarshal(c.Config, &conf); err != nil {
+			return err
+		}
+		dir := filepath.Join(conf.IPAM.DataDir, "net")
+		entries, _ := os.ReadDir(dir)
 		for _, e := range entries {
-			b, _ := os.ReadFile(filepath.Join(f.n.ipamDir, "net", e.Name()))
+			b, _ := os.ReadFile(filepath.Join(dir, e.Name()))
 			if string(b) == c.Args.ContainerID+"\r\n"+c.Args.IfName {
-				_ = os.Remove(filepath.Join(f.n.ipamDir, "net", e.Name()))
+				_ = os.Remove(filepath.Join(dir, e.Name()))
 			}
 		}
 	}
@@ -439,4 +469,79 @@ func TestScanFlannel(t *testing.T) {
 	assert.Equal(t, "flannel", x.calls[0].Type)
 	assert.Equal(t, "eth0", x.calls[0].Args.IfName)
 	assert.Contains(t, out[0].Error, "still held", "the fake flannel freed nothing")
+}
+
+// TestReleaseCachedConfig: an owner whose libcni cache entry holds the
+// config its ADD ran with is found in the data dir that config names,
+// though the conf dir's has moved since, and is DELed with that config; a
+// reservation there of an owner with no entry is kept (its config is
+// unknown).
+func TestReleaseCachedConfig(t *testing.T) {
+	n := newNode(t)
+	moved := t.TempDir()
+	conf := fmt.Sprintf(`{"cniVersion":"1.1.0","name":"net","plugins":[{"type":"bridge","bridge":"cni0","ipam":{"type":"host-local","dataDir":%q}}]}`, moved)
+	require.NoError(t, os.WriteFile(filepath.Join(n.confDir, "10-net.conflist"), []byte(conf), 0o600))
+	n.reserve("10.0.0.5", "gone", "eth0", t0.Add(-time.Hour))
+	n.reserve("10.0.0.6", "unknown", "eth0", t0.Add(-time.Hour))
+	entry := n.cacheEntry("gone", "eth0", n.ipamDir)
+
+	r := n.scan()
+	v := verdicts(r)
+	assert.True(t, strings.HasPrefix(v[KindHostLocal+" 10.0.0.6"], "keep: no config of network net names the delegate"), v[KindHostLocal+" 10.0.0.6"])
+	assert.True(t, strings.HasPrefix(v[KindLibcni+" net-gone-eth0"], "keep: the runtime's own cache file"), v[KindLibcni+" net-gone-eth0"])
+	leaks := r.Leaks()
+	require.Len(t, leaks, 1, "%v", v)
+	assert.Equal(t, "10.0.0.5", leaks[0].Item)
+	assert.Equal(t, entry, leaks[0].CachedConfig)
+	assert.Equal(t, &Delegate{Index: 0, Type: "bridge"}, leaks[0].Delegate)
+
+	x := &fakeExec{n: n}
+	var ops []events.Op
+	out := n.releaser(x, &ops).Release(context.Background(), leaks)
+	require.Len(t, out, 1)
+	assert.Empty(t, out[0].Error)
+	require.Len(t, x.calls, 1)
+	var got map[string]any
+	require.NoError(t, json.Unmarshal(x.calls[0].Config, &got))
+	assert.EqualValues(t, 1400, got["mtu"], "DELed with the cached config, not the conf dir's")
+	assert.Equal(t, n.ipamDir, got["ipam"].(map[string]any)["dataDir"])
+	_, err := os.Stat(filepath.Join(n.ipamDir, "net", "10.0.0.5"))
+	assert.True(t, os.IsNotExist(err), "released")
+	_, err = os.Stat(filepath.Join(n.ipamDir, "net", "10.0.0.6"))
+	assert.NoError(t, err, "the owner with no entry keeps its reservation")
+
+	// An entry rewritten for another owner since the reports: refused.
+	n.reserve("10.0.0.5", "gone", "eth0", t0.Add(-time.Hour))
+	require.NoError(t, os.Remove(entry))
+	n.cacheEntry("other", "eth0", n.ipamDir)
+	require.NoError(t, os.Rename(filepath.Join(n.results, "net-other-eth0"), entry))
+	x = &fakeExec{n: n}
+	out = n.releaser(x, &ops).Release(context.Background(), leaks)
+	require.Len(t, out, 1)
+	assert.Contains(t, out[0].Error, "is of net/other/eth0 now")
+	assert.Empty(t, x.calls)
+}
+
+// TestScanVeths: a veth on the network's bridge whose peer is in a live
+// process's or a mounted namespace is not a finding; one whose peer's
+// namespace only an open fd holds, or nothing seen, is reported and kept;
+// one with both ends here is not a pod's.
+func TestScanVeths(t *testing.T) {
+	n := newNode(t)
+	n.nsids = map[int]Holder{1: {Where: "the netns of pid 42"}, 2: {Where: "/run/netns/a"}, 3: {Where: "an open fd of pid 7 (runtime)", OnlyFD: true}}
+	n.veths = []Veth{{Name: "vethlive", Bridge: "cni0", PeerNSID: 1}, {Name: "vethmount", Bridge: "cni0", PeerNSID: 2},
+		{Name: "vethfd", Bridge: "cni0", PeerNSID: 3}, {Name: "vethgone", Bridge: "cni0", PeerNSID: 9}, {Name: "vethhost", Bridge: "cni0", PeerNSID: -1}}
+	var asked []string
+	s := n.scanner()
+	s.Veths = func(b []string) ([]Veth, error) { asked = b; return n.veths, nil }
+	r, err := s.Scan(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"cni0"}, asked, "the bridges of the conf dir's networks")
+	v := verdicts(r)
+	assert.NotContains(t, v, KindVeth+" vethlive")
+	assert.NotContains(t, v, KindVeth+" vethmount")
+	assert.NotContains(t, v, KindVeth+" vethhost")
+	assert.Contains(t, v[KindVeth+" vethfd"], "keep: its peer's namespace is held only by an open fd of pid 7 (runtime)")
+	assert.Contains(t, v[KindVeth+" vethgone"], "keep: its peer's namespace is held by nothing Catena can see")
+	assert.Empty(t, r.Leaks(), "a veth is never a leak to release")
 }

@@ -37,7 +37,8 @@ type Released struct {
 }
 
 // Releaser releases confirmed leaks by their owner, through the DEL of the
-// delegate that made them, with the network's config as the conf dir has
+// delegate that made them, with the config the owner's libcni cache entry
+// holds when it has one, else the network's config as the conf dir has
 // it, the owner's container ID and ifname and no CNI_NETNS: host-local
 // frees what that owner holds, portmap removes that owner's chain. It
 // never removes a file, an address or a rule itself.
@@ -66,7 +67,7 @@ func (r *Releaser) Release(ctx context.Context, findings []Finding) []Released {
 		if f.Delegate == nil {
 			continue
 		}
-		k := fmt.Sprintf("%s\x00%s\x00%s\x00%d", f.Owner.Network, f.Owner.ContainerID, f.Owner.IfName, f.Delegate.Index)
+		k := fmt.Sprintf("%s\x00%s\x00%s\x00%d\x00%s", f.Owner.Network, f.Owner.ContainerID, f.Owner.IfName, f.Delegate.Index, f.CachedConfig)
 		g, ok := groups[k]
 		if !ok {
 			g = &Released{Owner: f.Owner, Delegate: *f.Delegate, DryRun: r.DryRun}
@@ -97,6 +98,18 @@ func (r *Releaser) Release(ctx context.Context, findings []Finding) []Released {
 
 func (r *Releaser) releaseOne(ctx context.Context, n *network, g *Released) (err error) {
 	o := g.Owner
+	from := "the conf dir's"
+	if path := g.Findings[0].CachedConfig; path != "" {
+		// The config the owner's ADD ran with, as the runtime cached it.
+		c, err := readCachedConf(r.Fs, path)
+		switch {
+		case err != nil:
+			return fmt.Errorf("network %s: %w", o.Network, err)
+		case c.owner.Network != o.Network || c.owner.ContainerID != o.ContainerID || c.owner.IfName != o.IfName:
+			return fmt.Errorf("network %s: libcni cache entry %s is of %s/%s/%s now", o.Network, path, c.owner.Network, c.owner.ContainerID, c.owner.IfName)
+		}
+		n, from = c.net, "the libcni cache entry's"
+	}
 	if n == nil {
 		return fmt.Errorf("network %s: no config in %s now", o.Network, r.ConfDir)
 	}
@@ -106,7 +119,7 @@ func (r *Releaser) releaseOne(ctx context.Context, n *network, g *Released) (err
 	}
 	var p plugin
 	if err := json.Unmarshal(conf, &p); err != nil || p.Type != g.Delegate.Type {
-		return fmt.Errorf("network %s: plugin %d is %q now, not %s", o.Network, g.Delegate.Index, p.Type, g.Delegate.Type)
+		return fmt.Errorf("network %s: plugin %d of %s config is %q now, not %s", o.Network, g.Delegate.Index, from, p.Type, g.Delegate.Type)
 	}
 	if g.Delegate.Type == "portmap" {
 		// portmap's DEL does nothing without the port mappings; it

@@ -31,13 +31,18 @@ const (
 	KindLibcni = "libcni-cache"
 	// KindPortmap is portmap's DNAT chain of one container.
 	KindPortmap = "portmap"
+	// KindVeth is a veth on a network's bridge whose peer is in a
+	// namespace no process is in and no mount under /run/netns holds: it
+	// is reported, never released (no DEL removes it without its
+	// namespace, and the namespace frees it when it goes).
+	KindVeth = "veth"
 	// KindRecord is a Catena record: its reconciler tears it down by the
 	// record; it is listed, never released here.
 	KindRecord = "catena-record"
 )
 
 // Kinds lists every kind, in the report's order.
-var Kinds = []string{KindHostLocal, KindPortmap, KindFlannel, KindLibcni, KindRecord}
+var Kinds = []string{KindHostLocal, KindPortmap, KindFlannel, KindVeth, KindLibcni, KindRecord}
 
 // Verdicts.
 const (
@@ -74,7 +79,11 @@ type Finding struct {
 	Since time.Time `json:"since,omitzero"`
 	// Delegate releases it; nil when no config of the network names one.
 	Delegate *Delegate `json:"delegate,omitempty"`
-	Verdict  string    `json:"verdict"`
+	// CachedConfig is the runtime's libcni cache entry of the owner,
+	// when it has one: its config, what the owner's ADD ran with, is the
+	// one Delegate is found in and DELed with; else the conf dir's.
+	CachedConfig string `json:"cachedConfig,omitempty"`
+	Verdict      string `json:"verdict"`
 	// Why the verdict: what proves a leak, or the first doubt that keeps
 	// it.
 	Why string `json:"why"`

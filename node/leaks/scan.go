@@ -3,7 +3,6 @@ package leaks
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/netip"
 	"os"
@@ -42,9 +41,12 @@ type Scanner struct {
 	Runtime   string
 	// NAT is `iptables-save -t nat`'s output; nil: portmap is not looked at.
 	NAT func(ctx context.Context) ([]byte, error)
-	// Addrs are the addresses in use in live network namespaces
-	// (LiveAddrs); nil: not looked at, and no reservation is a leak.
-	Addrs func() (map[netip.Addr]string, error)
+	// Live reads the live network namespaces (LiveNamespaces); nil: not
+	// looked at, and no reservation is a leak.
+	Live func() (*Live, error)
+	// Veths lists the veths on the networks' bridges (BridgeVeths); nil:
+	// not looked at.
+	Veths func(bridges []string) ([]Veth, error)
 	// HostLocalDir is host-local's default data dir
 	// ("": DefaultHostLocalDir).
 	HostLocalDir string
@@ -60,13 +62,11 @@ type look struct {
 	sandboxes map[string]struct{}
 	listErr   string
 	records   map[cache.Key]bool
-	// recordOf and libcniOf are a record and a libcni cache entry of each
-	// network and container ID.
+	// recordOf is a record of each network and container ID.
 	recordOf map[[2]string]cache.Key
-	libcniOf map[[2]string]string
-	// addrs are the addresses in live namespaces; addrsErr why they
-	// are not known.
-	addrs    map[netip.Addr]string
+	// live is what the live namespaces hold; addrsErr why it is not
+	// known.
+	live     *Live
 	addrsErr string
 }
 
@@ -103,38 +103,66 @@ func (s *Scanner) Scan(ctx context.Context) (*Report, error) {
 			Why: "Catena's own record: its reconciler tears it down by the record"})
 	}
 
-	entries, in := s.libcniEntries()
+	entries, cached, in := s.libcniEntries()
 	r.Inputs = append(r.Inputs, in)
-	lk.libcniOf = map[[2]string]string{}
-	for _, f := range entries {
-		lk.libcniOf[[2]string{f.Owner.Network, f.Owner.ContainerID}] = f.Item
-	}
 
-	in = Input{What: "addresses in live network namespaces", Where: "/proc/*/ns/net, /run/netns"}
-	if s.Addrs == nil {
+	in = Input{What: "addresses in live network namespaces", Where: "/proc/*/ns/net, /run/netns, /proc/*/fd"}
+	if s.Live == nil {
 		lk.addrsErr = "the addresses of live namespaces were not looked at"
-	} else if lk.addrs, err = s.Addrs(); err != nil {
+	} else if lk.live, err = s.Live(); err != nil {
 		in.Error, lk.addrsErr = err.Error(), "the addresses of live namespaces could not all be read: "+err.Error()
 	}
-	in.Count = len(lk.addrs)
+	if lk.live == nil {
+		lk.live = &Live{}
+	}
+	in.Count = len(lk.live.Addrs)
 	r.Inputs = append(r.Inputs, in)
 
+	defaultDir := s.HostLocalDir
+	if defaultDir == "" {
+		defaultDir = DefaultHostLocalDir
+	}
+	scanned := map[[2]string]bool{}
 	for _, name := range sortedNames(lk.nets) {
 		n := lk.nets[name]
-		defaultDir := s.HostLocalDir
-		if defaultDir == "" {
-			defaultDir = DefaultHostLocalDir
-		}
 		for dir, d := range n.hostLocalDirs(defaultDir) {
+			scanned[[2]string{dir, n.Name}] = true
 			fs, in := s.hostLocal(n, dir, d)
 			r.Inputs = append(r.Inputs, in)
 			r.Findings = append(r.Findings, fs...)
 		}
 		for dir, d := range n.flannelDirs() {
+			scanned[[2]string{dir, n.Name}] = true
 			fs, in := s.flannel(n, dir, d)
 			r.Inputs = append(r.Inputs, in)
 			r.Findings = append(r.Findings, fs...)
 		}
+	}
+	// The dirs only a cached config names (the conf dir's moved since):
+	// what its owner's ADD reserved there.
+	fromCacheOnly := map[string]bool{}
+	for _, c := range sortedCached(cached) {
+		if c.net == nil {
+			continue
+		}
+		for dir, d := range c.net.hostLocalDirs(defaultDir) {
+			if scanned[[2]string{dir, c.net.Name}] {
+				continue
+			}
+			scanned[[2]string{dir, c.net.Name}] = true
+			fs, in := s.hostLocal(c.net, dir, d)
+			in.What += " (from the libcni cache's config)"
+			for _, f := range fs {
+				fromCacheOnly[f.Evidence] = true
+			}
+			r.Inputs = append(r.Inputs, in)
+			r.Findings = append(r.Findings, fs...)
+		}
+	}
+	if s.Veths != nil {
+		fs, in := s.veths(lk.nets, lk.live, lk.addrsErr)
+		r.Inputs = append(r.Inputs, in)
+		r.Findings = append(r.Findings, fs...)
 	}
 	if s.NAT != nil {
 		fs, in := s.portmap(ctx, lk.nets)
@@ -142,8 +170,13 @@ func (s *Scanner) Scan(ctx context.Context) (*Report, error) {
 		r.Findings = append(r.Findings, fs...)
 	}
 	inherit(r.Findings)
+	withCachedConfigs(r.Findings, cached, fromCacheOnly, defaultDir)
 	for i := range entries {
-		entries[i].Verdict, entries[i].Why = Keep, "the runtime's own cache file: never removed here; its config is what the owner's delegates are DELed with"
+		why := "the runtime's own cache file: never removed here; its config is what the owner's delegates are DELed with"
+		if entries[i].Why != "" {
+			why = "the runtime's own cache file: never removed here; " + entries[i].Why
+		}
+		entries[i].Verdict, entries[i].Why = Keep, why
 	}
 	r.Findings = append(r.Findings, entries...)
 	start := r.Time
@@ -168,6 +201,8 @@ func (s *Scanner) judge(f Finding, lk *look, now time.Time) (string, string) {
 		return Keep, "no owner: the file names no container"
 	case o.IfName == "":
 		return Keep, "its owner's ifname is not known (no reservation of the same owner names it)"
+	case f.Delegate == nil && f.CachedConfig != "":
+		return Keep, "the config of its owner's libcni cache entry " + f.CachedConfig + " names no delegate that made it"
 	case f.Delegate == nil:
 		return Keep, "no config of network " + o.Network + " names the delegate that made it"
 	case lk.listErr != "":
@@ -181,16 +216,13 @@ func (s *Scanner) judge(f Finding, lk *look, now time.Time) (string, string) {
 	if k, ok := lk.recordOf[[2]string{o.Network, o.ContainerID}]; ok {
 		return Keep, "Catena holds a record of " + k.String() + ": its reconciler decides"
 	}
-	if entry, ok := lk.libcniOf[[2]string{o.Network, o.ContainerID}]; ok {
-		return Keep, "the runtime's libcni cache still has an entry of it (" + entry + "): the runtime's DEL, or Catena's adoption, releases it"
-	}
 	if f.Kind == KindHostLocal {
 		if lk.addrsErr != "" {
 			return Keep, lk.addrsErr
 		}
 		if ip, err := netip.ParseAddr(f.Item); err != nil {
 			return Keep, "not an address: " + f.Item
-		} else if where, ok := lk.addrs[ip]; ok {
+		} else if where, ok := lk.live.Addrs[ip]; ok {
 			return Keep, "the address is on an interface in " + where
 		}
 	}
@@ -205,20 +237,14 @@ func (s *Scanner) judge(f Finding, lk *look, now time.Time) (string, string) {
 }
 
 // lockHeld reports whether the attachment's lock is held, without taking
-// it: a missing lock file is a free lock.
+// part in the locking protocol (cache.ProbeLock): a missing lock file is a
+// free lock.
 func (s *Scanner) lockHeld(key cache.Key) (bool, error) {
 	if key.Validate() != nil {
 		return false, nil
 	}
-	locker := cache.NewFlockLocker(filepath.Join(s.CacheDir, cache.LocksDir))
-	if _, err := os.Lstat(locker.Path(key)); os.IsNotExist(err) {
-		return false, nil
-	}
-	u, err := locker.TryLock(key, cache.Holder{PID: os.Getpid(), Verb: "LEAKS", Since: time.Now()})
-	if err != nil {
-		return true, nil
-	}
-	return false, u.Unlock()
+	st, err := cache.ProbeLock(cache.NewFlockLocker(filepath.Join(s.CacheDir, cache.LocksDir)).Path(key))
+	return st.Held, err
 }
 
 func (s *Scanner) records() (map[cache.Key]bool, Input) {
@@ -239,15 +265,17 @@ func (s *Scanner) records() (map[cache.Key]bool, Input) {
 	return recs, in
 }
 
-// libcniEntries are the runtime's libcni cache entries, one finding each.
-func (s *Scanner) libcniEntries() ([]Finding, Input) {
+// libcniEntries are the runtime's libcni cache entries, one finding each,
+// and the config each holds by its owner's network and container ID.
+func (s *Scanner) libcniEntries() ([]Finding, map[[2]string]*cachedConf, Input) {
 	in := Input{What: "libcni cache", Where: s.ResultsDir}
+	cached := map[[2]string]*cachedConf{}
 	if s.ResultsDir == "" {
-		return nil, in
+		return nil, cached, in
 	}
 	entries, ok := s.listDir(s.ResultsDir, &in)
 	if !ok {
-		return nil, in
+		return nil, cached, in
 	}
 	var out []Finding
 	for _, e := range entries {
@@ -255,24 +283,28 @@ func (s *Scanner) libcniEntries() ([]Finding, Input) {
 		if libcnientry.Vet(path, e) != nil {
 			continue
 		}
-		data, _, err := libcnientry.Read(s.Fs, path)
-		if err != nil {
-			continue
-		}
-		var c struct {
-			ContainerID string `json:"containerId"`
-			IfName      string `json:"ifName"`
-			NetworkName string `json:"networkName"`
-			NetNS       string `json:"netns"`
-		}
-		if json.Unmarshal(data, &c) != nil || c.ContainerID == "" {
-			continue
+		c, err := readCachedConf(s.Fs, path)
+		if c == nil {
+			continue // not an entry: gone, unreadable, not JSON
 		}
 		in.Count++
-		out = append(out, Finding{Kind: KindLibcni, Owner: Owner{Network: c.NetworkName, ContainerID: c.ContainerID, IfName: c.IfName},
-			Item: e.Name(), Evidence: path, Since: e.ModTime().UTC()})
+		f := Finding{Kind: KindLibcni, Owner: c.owner, Item: e.Name(), Evidence: path, Since: e.ModTime().UTC()}
+		if err != nil {
+			f.Why = err.Error()
+		}
+		out = append(out, f)
+		cached[[2]string{c.owner.Network, c.owner.ContainerID}] = c
 	}
-	return out, in
+	return out, cached, in
+}
+
+func sortedCached(m map[[2]string]*cachedConf) []*cachedConf {
+	out := make([]*cachedConf, 0, len(m))
+	for _, c := range m {
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b *cachedConf) int { return strings.Compare(a.path, b.path) })
+	return out
 }
 
 // BootID is the node's boot ID, which a report names.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -223,7 +222,7 @@ func leakScan(t *testing.T, reg prometheus.Registerer) {
 	old := time.Now().Add(-time.Hour)
 	require.NoError(t, os.Chtimes(filepath.Join(ipam, "net", "10.0.0.5"), old, old))
 	w := leaks.NewWatcher(reg, leaks.Watcher{Interval: time.Minute, Scanner: &leaks.Scanner{Fs: afero.NewOsFs(), ConfDir: conf,
-		CacheDir: filepath.Join(d, "catena"), Sandboxes: oneSandbox{}, Addrs: func() (map[netip.Addr]string, error) { return nil, nil },
+		CacheDir: filepath.Join(d, "catena"), Sandboxes: oneSandbox{}, Live: func() (*leaks.Live, error) { return &leaks.Live{}, nil },
 		MinAge: leaks.DefaultMinAge}})
 	w.Pass(context.Background())
 }
