@@ -94,8 +94,7 @@ func checkNodePod(t *testing.T, ds *appsv1.DaemonSet, sub string, pathFlags []st
 	assert.Equal(t, corev1.PullIfNotPresent, c.ImagePullPolicy)
 	assert.Equal(t, []string{"/catena-agent", sub}, c.Command)
 	require.NotNil(t, c.SecurityContext)
-	require.NotNil(t, c.SecurityContext.Privileged)
-	assert.True(t, *c.SecurityContext.Privileged)
+	checkPrivileges(t, sub, c.SecurityContext)
 	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
 		req, lim := c.Resources.Requests[r], c.Resources.Limits[r]
 		assert.False(t, req.IsZero(), "request %s", r)
@@ -117,6 +116,10 @@ func checkNodePod(t *testing.T, ds *appsv1.DaemonSet, sub string, pathFlags []st
 		mounts[m.MountPath] = m
 		v, ok := volumes[m.Name]
 		require.True(t, ok, "volume %s", m.Name)
+		if v.EmptyDir != nil {
+			assert.Equal(t, "/tmp", m.MountPath, "the one emptyDir is the read-only root's scratch /tmp")
+			continue
+		}
 		require.NotNil(t, v.HostPath, "volume %s is a hostPath", m.Name)
 		assert.Equal(t, v.HostPath.Path, m.MountPath, "host path %s is mounted at the same path", m.Name)
 	}
@@ -257,4 +260,32 @@ func TestDecodeIsStrict(t *testing.T) {
 		kinds = append(kinds, strings.TrimPrefix(fmt.Sprintf("%T", o), "*v1."))
 	}
 	assert.True(t, slices.Equal([]string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ConfigMap", "DaemonSet"}, kinds), "%v", kinds)
+}
+
+// agentCapabilities are the only capabilities the agent keeps, each for a
+// reason docs/security.md gives.
+var agentCapabilities = []corev1.Capability{"NET_ADMIN", "SYS_ADMIN", "SYS_PTRACE"}
+
+// checkPrivileges checks the agent's least privilege (sub "run"): not
+// privileged, every capability dropped but agentCapabilities, no privilege
+// escalation, a read-only root filesystem, the runtime's default seccomp
+// profile. The uninstall pod stays privileged.
+func checkPrivileges(t *testing.T, sub string, sc *corev1.SecurityContext) {
+	t.Helper()
+	if sub != "run" {
+		require.NotNil(t, sc.Privileged)
+		assert.True(t, *sc.Privileged)
+		return
+	}
+	require.NotNil(t, sc.Privileged)
+	assert.False(t, *sc.Privileged, "the agent is not privileged")
+	require.NotNil(t, sc.AllowPrivilegeEscalation)
+	assert.False(t, *sc.AllowPrivilegeEscalation)
+	require.NotNil(t, sc.ReadOnlyRootFilesystem)
+	assert.True(t, *sc.ReadOnlyRootFilesystem)
+	require.NotNil(t, sc.SeccompProfile)
+	assert.Equal(t, corev1.SeccompProfileTypeRuntimeDefault, sc.SeccompProfile.Type)
+	require.NotNil(t, sc.Capabilities)
+	assert.Equal(t, []corev1.Capability{"ALL"}, sc.Capabilities.Drop)
+	assert.ElementsMatch(t, agentCapabilities, sc.Capabilities.Add)
 }
