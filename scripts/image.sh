@@ -66,17 +66,37 @@ bash "${repo}/scripts/image-rootfs.sh" "${context}/bin/image-rootfs"
 printf '{"default":[{"type":"insecureAcceptAnything"}]}\n' >"${work}/policy.json"
 rm -f "${archive}.tmp"
 
+# What the image says of itself (OCI annotation keys, as config labels and
+# manifest annotations): its version, the commit it was built from
+# ("-dirty" when the tree had changes, "unknown" outside a git checkout), its
+# licence and its source.
+revision="$(git -C "$repo" rev-parse HEAD 2>/dev/null || echo unknown)"
+if [[ "$revision" != unknown && -n "$(git -C "$repo" status --porcelain --untracked-files=no 2>/dev/null)" ]]; then
+	revision="${revision}-dirty"
+fi
+created="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+meta=()
+for kv in "org.opencontainers.image.title=catena" \
+	"org.opencontainers.image.description=Catena, a chained CNI meta-plugin: the plugin, catenactl and catena-agent" \
+	"org.opencontainers.image.version=${version}" \
+	"org.opencontainers.image.revision=${revision}" \
+	"org.opencontainers.image.licenses=Apache-2.0" \
+	"org.opencontainers.image.source=https://github.com/catena-cni/catena" \
+	"org.opencontainers.image.created=${created}"; do
+	meta+=(--label "$kv" --annotation "$kv")
+done
+
 start=$SECONDS
-log "building ${ref} with buildah (about a minute on 2 cores)"
+log "building ${ref} (${revision}) with buildah (about a minute on 2 cores)"
 # shellcheck disable=SC2016 # expanded by the inner shell
 unshare -m --propagation private env TMPDIR="${work}/tmp" \
 	WORK="$work" CONTEXT="$context" REF="$ref" OUT="${archive}.tmp" bash -euo pipefail -c '
 	mount -t tmpfs -o mode=0755 catena-image /var/lib
 	b() { buildah --root "$WORK/root" --runroot "$WORK/runroot" --storage-driver vfs "$@"; }
-	b bud --signature-policy "$WORK/policy.json" --layers=false -f "$CONTEXT/Dockerfile" -t "$REF" "$CONTEXT"
+	b bud --signature-policy "$WORK/policy.json" --layers=false "${@}" -f "$CONTEXT/Dockerfile" -t "$REF" "$CONTEXT"
 	b push --signature-policy "$WORK/policy.json" "$REF" "oci-archive:$OUT:$REF"
 	b rmi "$REF" >/dev/null
-'
+' - "${meta[@]}"
 mv -f "${archive}.tmp" "$archive"
 if [[ -z "${IMAGE_ARCHIVE:-}" ]]; then
 	printf '%s\n' "$ref" >"${repo}/bin/catena-image.ref"

@@ -20,6 +20,8 @@
 #                                               (scripts/install-promtool.sh)
 #   bin/tools/jaeger, Jaeger v2, for the integration tests' traces
 #                                               (scripts/install-jaeger.sh)
+#   bin/tools/cyclonedx-gomod, for make sbom and its test
+#                                               (scripts/install-cyclonedx.sh)
 #   /usr/lib/cni/  Debian 12's reference plugins (apt containernetworking-plugins,
 #              1.1.1: VERSION answers at most 1.0.0), which TestAutoVersions
 #              drives through "cniVersion": "auto"
@@ -44,5 +46,6 @@ bash "${repo}/scripts/install-buildah.sh"
 bash "${repo}/scripts/install-k8s.sh"
 bash "${repo}/scripts/install-promtool.sh"
 bash "${repo}/scripts/install-jaeger.sh"
+bash "${repo}/scripts/install-cyclonedx.sh"
 
 printf 'install-deps: done\n' >&2
