@@ -25,7 +25,7 @@ export CATENA_CNI_PATH := $(CNI_BIN)
 export CATENA_BIN := $(BIN)
 export GOTOOLCHAIN := local
 
-.PHONY: all help build build-demo image plugins demo-deps flannel crio jaeger sbom vet lint test test-unit test-integration test-k8s demo bench bench-node fuzz clean leak-demo soak
+.PHONY: all help build build-demo image plugins demo-deps flannel crio jaeger sbom helm manifests chart vet lint test test-unit test-integration test-k8s demo bench bench-node fuzz clean leak-demo soak
 
 ## all: the same as build
 all: build
@@ -63,7 +63,7 @@ image: build
 # buildah, Kubernetes, promtool and Jaeger (30 to 60 minutes cold by the
 # load on the machine: 43 min measured on a busy 2-core machine before
 # CRI-O, which adds some 13 min, and Jaeger, some 10; seconds warm).
-## plugins: installs everything make test needs: demo-deps, flannel, containerd, CRI-O, buildah, Kubernetes, promtool, Jaeger, cyclonedx-gomod (root; 30 to 60 min cold, seconds warm)
+## plugins: installs everything make test needs: demo-deps, flannel, containerd, CRI-O, buildah, Kubernetes, promtool, Jaeger, cyclonedx-gomod, helm (root; 30 to 60 min cold, seconds warm)
 plugins:
 	bash scripts/install-deps.sh
 
@@ -112,6 +112,27 @@ sbom: $(call deps,build)
 	for b in catena catenactl catena-agent; do \
 		$(BIN)/tools/cyclonedx-gomod bin -json -output $(BIN)/sbom/$$b.cdx.json $(BIN)/$$b; done
 
+# Helm (HELM_VERSION in scripts/versions.env) into bin/tools/, from the Go
+# module proxy: 113 s cold measured on a busy 2-core machine (its modules
+# to download), instant once built. make plugins runs it too.
+## helm: Helm (pinned) into bin/tools/, for the chart (no root; about 2 min cold, instant warm)
+helm:
+	bash scripts/install-helm.sh
+
+# deploy/catena.yaml and deploy/uninstall.yaml rendered from the chart
+# (deploy/chart/catena) with its defaults; TestManifestsRendered fails when
+# the committed files differ.
+## manifests: renders deploy/catena.yaml and deploy/uninstall.yaml from the Helm chart (no root; seconds, once helm is built)
+manifests: helm
+	bash scripts/render-manifests.sh
+
+# The chart as bin/chart/catena-<version>.tgz, the archive an OCI registry
+# takes: helm push bin/chart/catena-0.1.0.tgz oci://<registry>/<repo>
+## chart: packages the Helm chart into bin/chart/ (no root; seconds, once helm is built)
+chart: helm
+	$(BIN)/tools/helm lint --strict deploy/chart/catena
+	$(BIN)/tools/helm package deploy/chart/catena --destination $(BIN)/chart
+
 # Only what make demo runs: iptables, the reference plugins, cnitool.
 ## demo-deps: installs iptables (apt), the pinned reference plugins and cnitool into bin/ (root; 2 to 5 min cold, seconds warm)
 demo-deps:
@@ -140,16 +161,19 @@ vet:
 # first if it is not there. Measured on a shared 2-core machine (load 5 to
 # 12): building it cold, 170 to 200 s; a run with no Go build or lint cache
 # 155 s, with a warm Go build cache but no lint cache 35 s, warm 1 to 8 s.
-## lint: golangci-lint v2 (pinned) with .golangci.yml over the module (no root; builds the linter into bin/tools first: about 3 min cold; seconds warm)
-lint:
+# Then helm lint --strict of the chart, which checks the default values
+# against its values.schema.json.
+## lint: golangci-lint v2 (pinned) with .golangci.yml over the module, and helm lint of the chart (no root; builds the linter and helm into bin/tools first: about 5 min cold; seconds warm)
+lint: $(call deps,helm)
 	bash scripts/install-golangci-lint.sh
 	$(BIN)/tools/golangci-lint run ./...
+	$(BIN)/tools/helm lint --strict deploy/chart/catena
 
 # Every package but integration/: their tests need no root, no netns and no
 # runtime, and run as any user. Those that need root skip without it, but
 # under CI=true they fail instead: run as root, make test runs them.
-## test-unit: every package's tests but integration/ (any user; installs nothing; builds bin/; about a minute warm: 45 s measured at a load of 2 on 2 cores; some 13 min cold on a busy machine)
-test-unit: $(call deps,build)
+## test-unit: every package's tests but integration/ (any user; builds bin/ and helm into bin/tools; about a minute warm: 45 s measured at a load of 2 on 2 cores; some 13 min cold on a busy machine)
+test-unit: $(call deps,build helm)
 	$(GO) test -count=1 -timeout 20m $$($(GO) list ./... | grep -v '/integration$$')
 
 # The Kubernetes node test (integration/k8s_*_test.go) runs on its own, -v,

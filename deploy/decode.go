@@ -25,7 +25,7 @@ var UninstallYAML []byte
 // Decode splits a multi-document manifest and decodes each document into
 // its typed object (*corev1.Namespace, *corev1.ServiceAccount,
 // *corev1.ConfigMap, *rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding,
-// *appsv1.DaemonSet), refusing unknown and duplicate
+// *rbacv1.Role, *rbacv1.RoleBinding, *appsv1.DaemonSet), refusing unknown and duplicate
 // fields and unknown kinds.
 func Decode(manifest []byte) ([]any, error) {
 	var objs []any
@@ -61,6 +61,10 @@ func newObject(tm metav1.TypeMeta) (any, error) {
 		return &rbacv1.ClusterRole{}, nil
 	case "rbac.authorization.k8s.io/v1, Kind=ClusterRoleBinding":
 		return &rbacv1.ClusterRoleBinding{}, nil
+	case "rbac.authorization.k8s.io/v1, Kind=Role":
+		return &rbacv1.Role{}, nil
+	case "rbac.authorization.k8s.io/v1, Kind=RoleBinding":
+		return &rbacv1.RoleBinding{}, nil
 	case "apps/v1, Kind=DaemonSet":
 		return &appsv1.DaemonSet{}, nil
 	}

@@ -69,6 +69,10 @@ func decodeAll(t *testing.T, manifest []byte) (map[string]any, *appsv1.DaemonSet
 			byKind["ClusterRole"] = o
 		case *rbacv1.ClusterRoleBinding:
 			byKind["ClusterRoleBinding"] = o
+		case *rbacv1.Role:
+			byKind["Role"] = o
+		case *rbacv1.RoleBinding:
+			byKind["RoleBinding"] = o
 		case *appsv1.DaemonSet:
 			require.Nil(t, ds, "one DaemonSet per manifest")
 			ds = o
@@ -170,6 +174,16 @@ func TestCatenaManifest(t *testing.T) {
 	binding := byKind["ClusterRoleBinding"].(*rbacv1.ClusterRoleBinding)
 	assert.Equal(t, rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name}, binding.RoleRef)
 	assert.Equal(t, []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: ns}}, binding.Subjects)
+	// Its own DaemonSet, and only it, for --uninstall-on-delete.
+	nsRole := byKind["Role"].(*rbacv1.Role)
+	assert.Equal(t, ns, nsRole.Namespace)
+	assert.Equal(t, []rbacv1.PolicyRule{
+		{APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}, ResourceNames: []string{ds.Name}, Verbs: []string{"get", "list", "watch"}},
+	}, nsRole.Rules)
+	nsBinding := byKind["RoleBinding"].(*rbacv1.RoleBinding)
+	assert.Equal(t, ns, nsBinding.Namespace)
+	assert.Equal(t, rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: nsRole.Name}, nsBinding.RoleRef)
+	assert.Equal(t, []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: ns}}, nsBinding.Subjects)
 	require.NotNil(t, spec.AutomountServiceAccountToken)
 	assert.True(t, *spec.AutomountServiceAccountToken, "the agent's token, for events")
 
@@ -213,6 +227,7 @@ func TestCatenaManifest(t *testing.T) {
 	}
 
 	cm := byKind["ConfigMap"].(*corev1.ConfigMap)
+	assert.Equal(t, ns+"/"+ds.Name, cm.Data["CATENA_AGENT_UNINSTALL_ON_DELETE"], "the agent watches its own DaemonSet")
 	require.Len(t, c.EnvFrom, 1)
 	assert.Equal(t, cm.Name, c.EnvFrom[0].ConfigMapRef.Name)
 	assert.Equal(t, ns, cm.Namespace)
@@ -259,7 +274,8 @@ func TestDecodeIsStrict(t *testing.T) {
 	for _, o := range objs {
 		kinds = append(kinds, strings.TrimPrefix(fmt.Sprintf("%T", o), "*v1."))
 	}
-	assert.True(t, slices.Equal([]string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ConfigMap", "DaemonSet"}, kinds), "%v", kinds)
+	// Helm's install order: what the DaemonSet's pods use exists first.
+	assert.True(t, slices.Equal([]string{"Namespace", "ServiceAccount", "ConfigMap", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "DaemonSet"}, kinds), "%v", kinds)
 }
 
 // agentCapabilities are the only capabilities the agent keeps, each for a

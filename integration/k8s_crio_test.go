@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/catena-cni/catena/deploy"
 	"github.com/catena-cni/catena/node/kevents"
 )
 
@@ -71,7 +70,7 @@ func (r *k8sRun) crioPlainPrimary(t *testing.T) {
 		crioRetryWindow, r.plain.retries, r.plain.heldIPs)
 }
 
-// crioInstall applies deploy/catena.yaml on the CRI-O node (the agent
+// crioInstall installs the Helm chart on the CRI-O node (the agent
 // pointed at CRI-O's socket, a reconcile pass every 5 s, 15 s grace): the
 // primary is wrapped and the 2 running pods adopted. The adopted pods are
 // deleted: CRI-O DELs with the config it cached at their ADD, the
@@ -84,14 +83,8 @@ func (r *k8sRun) crioInstall(t *testing.T) {
 	before := r.n.state(t)
 	require.Len(t, before.Results, 2, "the plain primary's 2 pods")
 	adopted := before.Results
-	objs := r.c.agentManifestOn(t, r.n, deploy.CatenaYAML, r.tag)
-	for _, o := range objs {
-		if cm, ok := o.(*corev1.ConfigMap); ok && cm.Name == "catena-options" {
-			cm.Data["CATENA_AGENT_RECONCILE_INTERVAL"], cm.Data["CATENA_AGENT_GRACE"] = "5s", "15s"
-		}
-	}
 	start := time.Now()
-	r.c.apply(t, objs)
+	r.c.helmInstall(t, r.n, r.tag, "reconcile.interval=5s", "reconcile.grace=15s")
 	ready := r.waitAgentReady(t, r.tag)
 	r.n.waitNetwork(t, "catena")
 	wrapped := time.Since(start)
@@ -175,33 +168,29 @@ func (r *k8sRun) crioInstall(t *testing.T) {
 	r.n.waitNetworkWithout(t, "failer")
 	r.c.kubectl(t, nil, "delete", "deployment", "cseed", "-n", "default")
 	r.waitGone(t, "cseed")
-	summary("crio install", "agent pod Ready %s after kubectl apply, primary wrapped (%d delegates) at %s, 2 pods adopted; adopted pods deleted (CRI-O's DEL went to the primary): "+
+	summary("crio install", "agent pod Ready %s after helm install, primary wrapped (%d delegates) at %s, 2 pods adopted; adopted pods deleted (CRI-O's DEL went to the primary): "+
 		"records reclaimed by the agent %s later (%d RECLAIMs, %g passes, %g runtime errors); 4 ADDs through Catena, 4 IPs, 4 records; "+
 		"seed failure: plain %d retries in %s, %d IPs held; Catena %d retries in %s, %d IPs held beside the 4 pods' (%d records, %d veths); fault lifted: Running through Catena in %s",
 		ready.Round(time.Millisecond), len(delegates), wrapped.Round(time.Millisecond), reclaimed.Round(time.Second), len(reclaims), passes, runtimeErrors,
 		r.plain.retries, crioRetryWindow, r.plain.heldIPs, retries, retried.Round(time.Second), len(held.IPs)-len(ips), len(held.Records), held.Veths, started.Round(time.Millisecond))
 }
 
-// crioUninstall deletes the DaemonSet and runs deploy/uninstall.yaml on
-// the CRI-O node, which restores the primary: a new pod goes through the
-// primary, and the pods made through Catena still tear down through it
-// (CRI-O DELs with the config cached at their ADD): nothing is left, not a
-// record.
+// crioUninstall is helm uninstall on the CRI-O node: the agent removes
+// the generated conflist as it exits, which restores the primary: a new
+// pod goes through the primary, and the pods made through Catena still
+// tear down through it (CRI-O DELs with the config cached at their ADD):
+// nothing is left, not a record.
 func (r *k8sRun) crioUninstall(t *testing.T) {
 	made := sandboxIDs(r.n.sandboxes(t, "cweb"))
 	require.Len(t, made, 4, "the 4 pods made through Catena")
-	r.c.kubectl(t, nil, "delete", "daemonset", "catena-agent", "-n", "catena-system", "--wait=true")
-	waitFor(t, "the agent's pod is gone", 2*time.Minute, 250*time.Millisecond, func() error {
-		if pods := r.c.pods(t, "catena-system", "app.kubernetes.io/component=agent"); len(pods) > 0 {
-			return fmt.Errorf("%d agent pods", len(pods))
-		}
-		return nil
-	}, r.n.kubelet)
 	primaryBefore, err := os.ReadFile(filepath.Join(r.n.confDir(), primaryName))
 	require.NoError(t, err)
 	start := time.Now()
-	r.c.apply(t, r.n.nodeManifest(t, deploy.UninstallYAML, r.tag))
-	waitFor(t, "the uninstall removed the generated conflist", 2*time.Minute, 250*time.Millisecond, func() error {
+	r.c.helmUninstall(t)
+	waitFor(t, "the agent's pod is gone and took the generated conflist", 2*time.Minute, 250*time.Millisecond, func() error {
+		if pods := r.c.pods(t, "catena-system", "app.kubernetes.io/component=agent"); len(pods) > 0 {
+			return fmt.Errorf("%d agent pods", len(pods))
+		}
 		if _, err := os.Stat(filepath.Join(r.n.confDir(), generatedName)); err == nil {
 			return fmt.Errorf("%s still there", generatedName)
 		}
@@ -232,7 +221,6 @@ func (r *k8sRun) crioUninstall(t *testing.T) {
 		}
 	}
 	assert.Len(t, dels, len(made), "each pod made through Catena torn down through it")
-	r.c.kubectl(t, nil, "delete", "daemonset", "catena-uninstall", "-n", "catena-system")
-	summary("crio uninstall", "DaemonSet deleted; uninstall.yaml restored the primary in %s (untouched); new pod through the primary; scale to 0: %d of %d pods made through Catena torn down through it (CRI-O's cached config), nothing left (%s) in %s",
+	summary("crio uninstall", "helm uninstall: the agent removed the generated conflist, primary restored in %s (untouched); new pod through the primary; scale to 0: %d of %d pods made through Catena torn down through it (CRI-O's cached config), nothing left (%s) in %s",
 		restored.Round(time.Millisecond), len(dels), len(made), r.n.state(t), clean.Round(time.Millisecond))
 }

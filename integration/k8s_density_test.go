@@ -22,6 +22,7 @@ import (
 	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -65,6 +66,10 @@ type densityRun struct {
 	rounds  []nodebench.Round
 	// installs and uninstalls are how long each switch of the variant took
 	installs, uninstalls []time.Duration
+	// keepsOnDelete: the installed agent was told to leave the conflist
+	// when its DaemonSet is deleted (install's); false for one installed
+	// before with deploy/catena.yaml's defaults
+	keepsOnDelete bool
 }
 
 // nodeDensity runs the bench on the containerd node.
@@ -94,6 +99,10 @@ func (r *k8sRun) density(t *testing.T, scenario string, node densityNode) {
 		}
 	}
 	r.c.kubectl(t, nil, "delete", "deployment", densityApp, "-n", "default")
+	if r.n.crio != nil {
+		// The node is removed next: uninstall.yaml's removal, measured.
+		d.switchTo(t, nodebench.Primary)
+	}
 
 	require.NoError(t, nodebench.Report(os.Stdout, d.rounds, names))
 	require.NoError(t, nodebench.ReportCPU(os.Stdout, d.rounds, names, 0.01, "catena", "catena-agent"))
@@ -149,20 +158,32 @@ func (d *densityRun) switchTo(t *testing.T, v nodebench.Variant) {
 }
 
 // install is kubectl apply -f deploy/catena.yaml, until the agent is
-// Ready and the runtime has loaded the wrapped conflist.
+// Ready and the runtime has loaded the wrapped conflist. The agent is
+// told not to remove the conflist when its DaemonSet is deleted
+// (CATENA_AGENT_UNINSTALL_ON_DELETE ""), so that uninstall.yaml, the way
+// for agents that could not see the deletion, is what removes it.
 func (d *densityRun) install(t *testing.T) {
 	r := d.r
+	objs := r.c.agentManifestOn(t, r.n, deploy.CatenaYAML, r.tag)
+	for _, o := range objs {
+		if cm, ok := o.(*corev1.ConfigMap); ok && cm.Name == "catena-options" {
+			cm.Data["CATENA_AGENT_UNINSTALL_ON_DELETE"] = ""
+		}
+	}
 	start := time.Now()
-	r.c.apply(t, r.c.agentManifestOn(t, r.n, deploy.CatenaYAML, r.tag))
+	r.c.apply(t, objs)
+	d.keepsOnDelete = true
 	r.waitAgentReady(t, r.tag)
 	r.n.waitNetworkOf(t, d.node.network(), "catena", true)
 	d.installs = append(d.installs, time.Since(start))
 }
 
 // uninstall is deploy/uninstall.yaml's procedure: the agent's DaemonSet
-// deleted and its pod gone, uninstall.yaml applied until the generated
-// conflist is gone and the runtime loaded the primary's own, then both
-// manifests deleted, until their namespace is gone.
+// deleted and its pod gone (an agent of deploy/catena.yaml's defaults has
+// removed the conflist by then; one installed by install has not),
+// uninstall.yaml applied until the generated conflist is gone and the
+// runtime loaded the primary's own, then both manifests deleted, until
+// their namespace is gone.
 func (d *densityRun) uninstall(t *testing.T) {
 	r := d.r
 	start := time.Now()
@@ -177,6 +198,12 @@ func (d *densityRun) uninstall(t *testing.T) {
 		}
 		return err
 	}, r.n.kubelet)
+	conf := filepath.Join(r.n.confDir(), generatedName)
+	if d.keepsOnDelete {
+		require.FileExists(t, conf, "an agent told to keep it leaves the conflist as its DaemonSet is deleted")
+	} else {
+		require.NoFileExists(t, conf, "the agent of deploy/catena.yaml removed the conflist as its DaemonSet was deleted")
+	}
 	objs := r.n.nodeManifest(t, deploy.UninstallYAML, r.tag)
 	r.c.apply(t, objs)
 	waitFor(t, "the uninstall removed the generated conflist", 2*time.Minute, 250*time.Millisecond, func() error {

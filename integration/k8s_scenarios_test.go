@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/catena-cni/catena/deploy"
 	"github.com/catena-cni/catena/node/kevents"
 )
 
@@ -88,30 +88,23 @@ func (r *k8sRun) kubeletRestart(t *testing.T) {
 		ready.Round(time.Millisecond), newAdds, len(s.IPs), len(s.Records), clean.Round(time.Millisecond))
 }
 
-// uninstall deletes the DaemonSet (Catena stays installed: new pods still
-// go through it), then runs deploy/uninstall.yaml, which restores the
-// primary; pods created through Catena still tear down cleanly.
+// uninstall is helm uninstall: the DaemonSet deleted, its agent removes
+// the generated conflist as it exits (it saw its DaemonSet's deletion),
+// the primary takes over untouched, catena stays in the bin dir, a new pod
+// goes through the primary, and the pods created through Catena still
+// tear down cleanly.
 func (r *k8sRun) uninstall(t *testing.T) {
 	r.c.scale(t, "web", 2)
 	r.waitRunning(t, "web", 2)
-	r.c.kubectl(t, nil, "delete", "daemonset", "catena-agent", "-n", "catena-system", "--wait=true")
-	waitFor(t, "the agent's pod is gone", 2*time.Minute, 250*time.Millisecond, func() error {
+	primaryBefore, err := os.ReadFile(filepath.Join(r.n.ctd.confDir, primaryName))
+	require.NoError(t, err)
+	catenaBefore := fileDigest(t, filepath.Join(r.n.cniBin, "catena"))
+	start := time.Now()
+	r.c.helmUninstall(t)
+	waitFor(t, "the agent's pod is gone and took the generated conflist", 2*time.Minute, 250*time.Millisecond, func() error {
 		if pods := r.c.pods(t, "catena-system", "app.kubernetes.io/component=agent"); len(pods) > 0 {
 			return fmt.Errorf("%d agent pods", len(pods))
 		}
-		return nil
-	}, r.n.kubelet)
-	_, err := os.Stat(filepath.Join(r.n.ctd.confDir, generatedName))
-	require.NoError(t, err, "deleting the DaemonSet leaves Catena's conflist")
-	r.c.scale(t, "web", 3)
-	r.waitRunning(t, "web", 3)
-	assert.Len(t, r.n.state(t).Records, 3, "a pod created after the DaemonSet's deletion goes through Catena")
-
-	primaryBefore, err := os.ReadFile(filepath.Join(r.n.ctd.confDir, primaryName))
-	require.NoError(t, err)
-	start := time.Now()
-	r.c.apply(t, r.n.nodeManifest(t, deploy.UninstallYAML, r.tag))
-	waitFor(t, "the uninstall removed the generated conflist", 2*time.Minute, 250*time.Millisecond, func() error {
 		if _, err := os.Stat(filepath.Join(r.n.ctd.confDir, generatedName)); err == nil {
 			return fmt.Errorf("%s still there", generatedName)
 		}
@@ -122,10 +115,12 @@ func (r *k8sRun) uninstall(t *testing.T) {
 	primaryAfter, err := os.ReadFile(filepath.Join(r.n.ctd.confDir, primaryName))
 	require.NoError(t, err)
 	assert.Equal(t, string(primaryBefore), string(primaryAfter), "the primary is untouched, byte for byte")
+	assert.Equal(t, catenaBefore, fileDigest(t, filepath.Join(r.n.cniBin, "catena")), "catena stays for the pods made through it")
+	assert.Empty(t, strings.TrimSpace(r.c.helm(t, "list", "--namespace", "catena-system", "--short")), "no release left")
 
 	adds := countOps(r.n.ops(t), "ADD", "")
-	r.c.scale(t, "web", 4)
-	ips := r.waitRunning(t, "web", 4)
+	r.c.scale(t, "web", 3)
+	ips := r.waitRunning(t, "web", 3)
 	assert.Zero(t, countOps(r.n.ops(t), "ADD", "")-adds, "the new pod goes through the primary")
 	left := r.n.state(t)
 	assert.ElementsMatch(t, ips, left.IPs)
@@ -139,7 +134,6 @@ func (r *k8sRun) uninstall(t *testing.T) {
 		}
 		return nil
 	}, r.n.kubelet)
-	r.c.kubectl(t, nil, "delete", "daemonset", "catena-uninstall", "-n", "catena-system")
-	summary("uninstall", "DaemonSet deleted: conflist kept, new pod through Catena; uninstall.yaml restored the primary in %s (untouched); new pod through the primary; scale to 0: %d IPs, %d veths left (%d stale records of Catena-made pods remain for catenactl)",
+	summary("uninstall", "helm uninstall: the agent removed the generated conflist as it exited, primary restored in %s (untouched), catena kept; new pod through the primary; scale to 0: %d IPs, %d veths left (%d stale records of Catena-made pods remain for catenactl)",
 		restored.Round(time.Millisecond), len(s.IPs), s.Veths, len(s.Records))
 }

@@ -13,8 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/catena-cni/catena/deploy"
 )
 
 // retryWindow is how long kubelet retries a seed failure's pod, the plain
@@ -268,13 +266,22 @@ func (r *k8sRun) plainPrimary(t *testing.T) {
 		retryWindow, r.plain.retries, r.plain.heldIPs)
 }
 
-// install applies deploy/catena.yaml: the agent's pod becomes Ready, the
-// primary is wrapped, and the running pods are adopted.
+// install installs the Helm chart (helm install, the node's paths and
+// nothing else set), after a bad value is refused by its schema: the
+// agent's pod becomes Ready, the primary is wrapped, and the running pods
+// are adopted.
 func (r *k8sRun) install(t *testing.T) {
 	before := r.n.state(t)
 	require.Len(t, before.Results, 2, "containerd cached both pods' results")
+	out, err := r.c.helmErr(t, "install", helmRelease, chartDir(), "--namespace", "catena-system", "--create-namespace",
+		"-f", r.c.valuesFile(t, r.n, r.tag), "--set", "reconcile.interval=soon")
+	require.Error(t, err, out)
+	assert.Contains(t, out, "values don't meet the specifications of the schema")
+	assert.Contains(t, out, "/reconcile/interval")
+	assert.Empty(t, strings.TrimSpace(r.c.helm(t, "list", "--namespace", "catena-system", "--short")), "nothing installed")
 	start := time.Now()
-	r.c.apply(t, r.c.agentManifest(t, deploy.CatenaYAML, r.tag))
+	notes := r.c.helmInstall(t, r.n, r.tag)
+	assert.Contains(t, notes, "rollout status daemonset/catena-agent", "NOTES.txt says how to check the node")
 	ready := r.waitAgentReady(t, r.tag)
 	r.c.waitNetwork(t, "catena")
 	wrapped := time.Since(start)
@@ -292,7 +299,7 @@ func (r *k8sRun) install(t *testing.T) {
 	r.adopted = sampleSum(scrapeMetrics(t, agentMetricsURL), "catena_adoptions_total", "result=adopted")
 	assert.Equal(t, 2.0, r.adopted, "the agent's metrics count the adoptions")
 	assert.Equal(t, before.IPs, after.IPs)
-	summary("install", "agent pod Ready %s after kubectl apply, primary wrapped (%d delegates) at %s, %d of %d running pods adopted",
+	summary("install", "a bad value refused by the chart's schema; agent pod Ready %s after helm install, primary wrapped (%d delegates) at %s, %d of %d running pods adopted",
 		ready.Round(time.Millisecond), len(delegates), wrapped.Round(time.Millisecond), len(after.Records), len(before.Results))
 }
 

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/catena-cni/catena/deploy"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // upgradeTag is the image tag the DaemonSet is rolled to.
@@ -88,12 +88,14 @@ func (n *k8sNode) watchRollout(oldCatena, newCatena [32]byte, stop <-chan struct
 	}
 }
 
-// upgrade rolls the DaemonSet to a new image tag: catena is replaced
-// atomically, the conflist never disappears, and pods created during the
-// rollout go through Catena.
+// upgrade runs helm upgrade twice while one pod pings another every
+// 100 ms: a changed value (the reconcile interval) rolls the agent, which
+// reads it at start; then a new image tag: catena is replaced atomically,
+// the conflist never disappears, pods created during the rollout go
+// through Catena, and the pinging pod loses nothing through either.
 func (r *k8sRun) upgrade(t *testing.T) {
 	r.c.scale(t, "web", 2)
-	r.waitRunning(t, "web", 2)
+	pair := r.waitRunning(t, "web", 2)
 	archive, newCatena := buildUpgradeImage(t, r.n.dir)
 	r.upgradeArchive = archive
 	r.n.importImage(t, archive)
@@ -101,13 +103,32 @@ func (r *k8sRun) upgrade(t *testing.T) {
 	require.NotEqual(t, oldCatena, newCatena, "the upgrade's catena differs")
 	adds := countOps(r.n.ops(t), "ADD", "ok")
 
+	stopPing := startPingStream(t, podNetns(t, r.n.netnsDir(), pair[0]), pair[1], 100*time.Millisecond)
+	t.Cleanup(func() { stopPing() })
 	stop := make(chan struct{})
 	var watch *rolloutWatch
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); watch = r.n.watchRollout(oldCatena, newCatena, stop) }()
+
+	oldPod := r.agentPodUID(t)
 	start := time.Now()
-	r.c.apply(t, r.c.agentManifest(t, deploy.CatenaYAML, upgradeTag))
+	r.c.helmUpgrade(t, "reconcile.interval=20s")
+	waitFor(t, "helm upgrade of a value rolls the agent", 2*time.Minute, 250*time.Millisecond, func() error {
+		if uid := r.agentPodUID(t); uid == oldPod || uid == "" {
+			return fmt.Errorf("agent pod %q not replaced yet", uid)
+		}
+		return nil
+	}, r.n.kubelet)
+	r.waitAgentReady(t, r.tag)
+	valueRolled := time.Since(start)
+	var cm corev1.ConfigMap
+	require.NoError(t, r.c.getJSON(&cm, "configmap", "-n", "catena-system", "catena-options"))
+	assert.Equal(t, "20s", cm.Data["CATENA_AGENT_RECONCILE_INTERVAL"])
+
+	start = time.Now()
+	// The interval back as it was, for the scenarios after.
+	r.c.helmUpgrade(t, "image.tag="+upgradeTag, "reconcile.interval=30s")
 	r.c.scale(t, "web", 5) // pods created during the rollout
 	rolled := r.waitAgentReady(t, upgradeTag)
 	waitFor(t, "the new catena is in the bin dir", time.Minute, 100*time.Millisecond, func() error {
@@ -120,8 +141,11 @@ func (r *k8sRun) upgrade(t *testing.T) {
 	ips := r.waitRunning(t, "web", 5)
 	close(stop)
 	wg.Wait()
+	pings := stopPing()
+	assert.Positive(t, pings.sent)
+	assert.Zero(t, pings.lost, "the pinging pod loses nothing through either upgrade: %s", pings)
 
-	assert.Zero(t, watch.conflistMissing, "the conflist never disappears")
+	assert.Zero(t, watch.conflistMissing, "the conflist never disappears: a rollout leaves it")
 	assert.Zero(t, watch.conflistInvalid, "nor is ever half-written")
 	assert.Zero(t, watch.binaryTorn, "catena is always one binary or the other, whole")
 	assert.Len(t, watch.inodes, 2, "catena was replaced once, by a rename")
@@ -134,7 +158,18 @@ func (r *k8sRun) upgrade(t *testing.T) {
 	r.c.scale(t, "web", 0)
 	r.waitGone(t, "web")
 	r.n.waitClean(t, time.Minute)
-	summary("upgrade", "rolled to %s: agent Ready %s, catena replaced at %s; %d polls: conflist missing %d, invalid %d, catena torn %d; %d pods created during the rollout, %d ADDs through Catena",
-		upgradeTag, rolled.Round(time.Millisecond), replaced.Round(time.Millisecond), watch.polls,
-		watch.conflistMissing, watch.conflistInvalid, watch.binaryTorn, 3, newAdds)
+	summary("upgrade", "helm upgrade of reconcile.interval: agent rolled and Ready in %s; helm upgrade to %s: agent Ready %s, catena replaced at %s; %d polls: conflist missing %d, invalid %d, catena torn %d; %d pods created during the rollout, %d ADDs through Catena; pod to pod through both: %s",
+		valueRolled.Round(time.Millisecond), upgradeTag, rolled.Round(time.Millisecond), replaced.Round(time.Millisecond), watch.polls,
+		watch.conflistMissing, watch.conflistInvalid, watch.binaryTorn, 3, newAdds, pings)
+}
+
+// agentPodUID is the UID of the DaemonSet's pod not being deleted, or "".
+func (r *k8sRun) agentPodUID(t *testing.T) string {
+	t.Helper()
+	for _, p := range r.c.pods(t, "catena-system", "app.kubernetes.io/component=agent") {
+		if p.DeletionTimestamp == nil {
+			return string(p.UID)
+		}
+	}
+	return ""
 }

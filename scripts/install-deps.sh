@@ -22,6 +22,9 @@
 #                                               (scripts/install-jaeger.sh)
 #   bin/tools/cyclonedx-gomod, for make sbom and its test
 #                                               (scripts/install-cyclonedx.sh)
+#   bin/tools/helm, for the chart: make manifests, make chart, make lint,
+#              the deploy tests and the Kubernetes node test
+#                                               (scripts/install-helm.sh)
 #   /usr/lib/cni/  Debian 12's reference plugins (apt containernetworking-plugins,
 #              1.1.1: VERSION answers at most 1.0.0), which TestAutoVersions
 #              drives through "cniVersion": "auto"
@@ -47,5 +50,6 @@ bash "${repo}/scripts/install-k8s.sh"
 bash "${repo}/scripts/install-promtool.sh"
 bash "${repo}/scripts/install-jaeger.sh"
 bash "${repo}/scripts/install-cyclonedx.sh"
+bash "${repo}/scripts/install-helm.sh"
 
 printf 'install-deps: done\n' >&2

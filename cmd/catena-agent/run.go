@@ -21,6 +21,7 @@ func runCmd(e env) *cobra.Command {
 	var ef eventsFlags
 	var sf secureFlags
 	var lf leakWatchFlags
+	var uf selfWatchFlags
 	var addr string
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -35,7 +36,9 @@ Kubernetes Events on pods and the Node, and serves /metrics over HTTPS on
 It holds the conf dir's interlock (.catena-agent.lock) while it runs. A
 generated conflist someone else removes or changes is rewritten, with a
 warning and backoff. A conf dir whose host dir was deleted makes it exit 1.
-On SIGTERM it exits leaving every file in place.
+On SIGTERM it exits leaving every file in place, unless
+--uninstall-on-delete names its DaemonSet and that was deleted: then it
+removes the generated conflist first (catena stays in the bin dir).
 
 With OTEL_EXPORTER_OTLP_ENDPOINT set, it sends each operation of the event
 journal as OpenTelemetry spans over OTLP (OTEL_EXPORTER_OTLP_PROTOCOL grpc
@@ -47,6 +50,9 @@ What each endpoint, metric, span and Event means: docs/kubernetes.md,
 docs/observability.md and docs/reconciler.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := uf.validate(); err != nil {
+				return err
+			}
 			mux := http.NewServeMux()
 			log, err := f.logger(e.stderr)
 			if err != nil {
@@ -75,6 +81,7 @@ docs/observability.md and docs/reconciler.md.`,
 			events = append(events, secure...)
 			events = append(events, traceExport(cmd.Context(), e.getenv, f.cfg.Catena.CacheDir, ef.node, obs.metrics, log)...)
 			events = append(events, lf.setup(obs, &f, &ef, pluginDirs(f.cniPath, f.cfg.BinDir), log)...)
+			events = append(events, uf.setup(kcfg, inst, log)...)
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
 				return fmt.Errorf("--listen-addr: %w", err)
@@ -97,6 +104,7 @@ docs/observability.md and docs/reconciler.md.`,
 	ef.register(cmd)
 	sf.register(cmd)
 	lf.register(cmd)
+	uf.register(cmd)
 	cmd.Flags().StringVar(&addr, "listen-addr", defaultListenAddr, "address of /healthz, /readyz and /metrics")
 	return cmd
 }

@@ -31,5 +31,6 @@
 //	watch.go            Watch: a Sync now, after every change in the conf dir (debounced) and every resync
 //	watch_dir.go        the fsnotify watch of the conf dir that follows the dir across a rename and re-creation
 //	watch_netdir.go     the fsnotify watch of the primary's network dir
+//	leave.go            Watch's last step: the generated file removed when Leaving says the agent leaves for good
 //	oneof.go            oneOf: a setting that must be empty or one of a few values
 package nodeconf

@@ -110,6 +110,10 @@ type Installer struct {
 	// Observer, if set, is told of the generated file's writes and of
 	// another writer taking it away (rewrite_backoff.go).
 	Observer ConflistObserver
+	// Leaving, if set, is asked as Watch ends whether the agent leaves the
+	// node for good (its DaemonSet deleted), and why: true removes the
+	// generated conflist (leave.go).
+	Leaving func() (bool, string)
 
 	node nodeState // watch.go's and stale.go's
 

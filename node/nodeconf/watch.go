@@ -28,7 +28,9 @@ const debounce = 250 * time.Millisecond
 // readiness, and rewritten at most once a minute while that goes on
 // (contest). Watch returns nil when ctx is done, and an error
 // wrapping ErrStaleMount when the conf dir is a mount that no longer shows
-// the host's dir; files are never removed, the interlock is released.
+// the host's dir; files are never removed, but for the generated file when
+// Leaving says so as ctx is done (leave.go); the interlock is released
+// last.
 func (i *Installer) Watch(ctx context.Context, resync time.Duration) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
@@ -94,6 +96,7 @@ func (i *Installer) Watch(ctx context.Context, resync time.Duration) error {
 	for {
 		select {
 		case <-ctx.Done():
+			i.leave()
 			return nil
 		case ev, ok := <-w.Events:
 			if !ok {

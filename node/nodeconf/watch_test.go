@@ -32,12 +32,22 @@ type watching struct {
 
 func startWatching(t *testing.T) *watching {
 	t.Helper()
+	return startWatchingWith(t, nil)
+}
+
+// startWatchingWith is startWatching, with set applied to the Installer
+// before its watch starts.
+func startWatchingWith(t *testing.T, set func(*Installer)) *watching {
+	t.Helper()
 	w := &watching{dir: t.TempDir(), logs: &syncBuffer{}, done: make(chan error, 1)}
 	require.NoError(t, os.WriteFile(filepath.Join(w.dir, "10-a.conflist"), []byte(bridgeCL), 0o644))
 	w.inst = &Installer{
 		Fs:  afero.NewOsFs(),
 		Cfg: Config{ConfDir: w.dir, ConfName: ownName, Catena: CatenaOptions{CacheDir: "/var/lib/cni/catena"}},
 		Log: slog.New(slog.NewTextHandler(w.logs, nil)),
+	}
+	if set != nil {
+		set(w.inst)
 	}
 	var ctx context.Context
 	ctx, w.cancel = context.WithCancel(context.Background())
