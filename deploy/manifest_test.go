@@ -217,10 +217,18 @@ func TestCatenaManifest(t *testing.T) {
 	fromField := map[string]string{}
 	for _, e := range c.Env {
 		require.NotNil(t, e.ValueFrom, e.Name)
-		require.NotNil(t, e.ValueFrom.FieldRef, e.Name)
-		fromField[e.Name] = e.ValueFrom.FieldRef.FieldPath
+		switch ref := e.ValueFrom; {
+		case ref.FieldRef != nil:
+			fromField[e.Name] = ref.FieldRef.FieldPath
+		case ref.ResourceFieldRef != nil:
+			assert.Equal(t, c.Name, ref.ResourceFieldRef.ContainerName, e.Name)
+			fromField[e.Name] = ref.ResourceFieldRef.Resource
+		default:
+			t.Errorf("%s: neither a field nor a resource", e.Name)
+		}
 	}
-	assert.Equal(t, map[string]string{"CATENA_AGENT_NODE_NAME": "spec.nodeName", "CATENA_AGENT_NODE_IP": "status.hostIP"}, fromField)
+	assert.Equal(t, map[string]string{"CATENA_AGENT_NODE_NAME": "spec.nodeName", "CATENA_AGENT_NODE_IP": "status.hostIP",
+		"CATENA_AGENT_MEMORY_LIMIT": "limits.memory"}, fromField)
 	help := agentHelp(t, "run")
 	for name := range fromField {
 		assert.Contains(t, help, "--"+strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(name, "CATENA_AGENT_"), "_", "-"))+" ")

@@ -95,7 +95,11 @@ func (r *k8sRun) density(t *testing.T, scenario string, node densityNode) {
 	for _, v := range nodebench.Schedule(cfg.Rounds) {
 		d.switchTo(t, v)
 		for _, n := range cfg.Counts {
-			d.rounds = append(d.rounds, d.round(t, v, n, len(d.rounds)))
+			rd := d.round(t, v, n, len(d.rounds))
+			d.rounds = append(d.rounds, rd)
+			if v == nodebench.Catena && r.n.crio == nil {
+				r.densityCatena = &rd
+			}
 		}
 	}
 	r.c.kubectl(t, nil, "delete", "deployment", densityApp, "-n", "default")

@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/catena-cni/catena/tools/nodebench"
 )
 
 // retryWindow is how long kubelet retries a seed failure's pod, the plain
@@ -49,6 +51,10 @@ type k8sRun struct {
 	// not run (they are freed by hand then).
 	plainLeaks []string
 	keepLeaks  bool
+	// densityCatena is the node density scenario's last round through
+	// Catena on the containerd node: the agent-up baseline of agent off
+	// the path
+	densityCatena *nodebench.Round
 }
 
 // seedFigures are one half of the seed failure: kubelet's retries and what
@@ -57,12 +63,12 @@ type seedFigures struct {
 	retries, heldIPs, records int
 }
 
-// TestKubernetesNode runs Catena on a real cluster: kubectl apply of
-// deploy/catena.yaml (host paths remapped to private dirs, image tag set,
-// the DaemonSet pinned to its node, nothing else), the plain primary's
+// TestKubernetesNode runs Catena on a real cluster: helm install of the
+// chart (the node's private dirs, image tag, nodeSelector and the API
+// server's address as values, nothing else), the plain primary's
 // leaks found and released from the agent's pod, pods through Catena
 // under kubelet, the seed failure under kubelet's retries, a kubelet
-// restart, an upgrade of the DaemonSet, the reconciler after a wiped
+// restart, helm upgrades of a value and the image, the reconciler after a wiped
 // containerd, a forgotten teardown healed with no runtime, the agent's
 // metrics, its traces in a Jaeger and the uninstall; then a second node on the same control plane,
 // kubelet driving CRI-O (k8s_crio_test.go), with its plain primary, Catena
@@ -73,7 +79,8 @@ type seedFigures struct {
 // and the API server stopped for a minute during pod churn
 // (k8s_outage_test.go); the node-density benchmark at its smallest, a
 // round of flannel alone and one of Catena over it with 3 pods
-// (k8s_density_test.go); last, a 5-minute chaos soak on flannel's network
+// (k8s_density_test.go); the agent stopped and OOM-killed while pods
+// start (k8s_offpath_test.go); last, a 5-minute chaos soak on flannel's network
 // (k8s_soak_test.go); in one bring-up. Each scenario prints a K8S-SUMMARY
 // line with its figures; the host is checked at the end.
 func TestKubernetesNode(t *testing.T) {
@@ -112,6 +119,7 @@ func TestKubernetesNode(t *testing.T) {
 		{"flannel subnet.env", r.flannelSubnetEnvMissing},
 		{"api server outage", r.apiServerOutage},
 		{"node density", r.nodeDensity},
+		{"agent off the path", r.agentOffPath},
 		{"soak", r.soak},
 	} {
 		if !scenarioSelected(s.name) {

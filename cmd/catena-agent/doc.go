@@ -17,6 +17,7 @@
 //	secure.go     run's authenticated HTTPS /metrics
 //	traces.go     run's trace export, from the OTEL_* variables
 //	leaks.go      run's leak scan: catena_leaks, the Node's Warning, --release-leaks-after
+//	memlimit.go   run's Go soft memory limit, from the container's limit (--memory-limit)
 //	selfwatch.go  run's watch of its own DaemonSet (--uninstall-on-delete): the conflist removed at an uninstall
 //	adopt.go      the adopter each pass runs over the runtime's libcni cache
 //	uninstall.go  uninstall: the generated file and the binaries removed under the interlock

@@ -22,6 +22,7 @@ func runCmd(e env) *cobra.Command {
 	var sf secureFlags
 	var lf leakWatchFlags
 	var uf selfWatchFlags
+	var mf memLimitFlags
 	var addr string
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -58,6 +59,7 @@ docs/observability.md and docs/reconciler.md.`,
 			if err != nil {
 				return err
 			}
+			mf.apply(e.getenv, log)
 			kcfg := inCluster(log)
 			obs, err := rf.setup(cmd.Context(), mux, f.cfg.Catena.CacheDir, strings.Join(pluginDirs(f.cniPath, f.cfg.BinDir), string(filepath.ListSeparator)),
 				e.sockets(), e.autoSources(kcfg, ef.node), log, e.stderr)
@@ -105,6 +107,7 @@ docs/observability.md and docs/reconciler.md.`,
 	sf.register(cmd)
 	lf.register(cmd)
 	uf.register(cmd)
+	mf.register(cmd)
 	cmd.Flags().StringVar(&addr, "listen-addr", defaultListenAddr, "address of /healthz, /readyz and /metrics")
 	return cmd
 }

@@ -12,8 +12,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 )
@@ -49,11 +50,21 @@ func ParseTarget(s string) (namespace, name string, err error) {
 
 // Run watches the DaemonSet until ctx is done.
 func (w *Watch) Run(ctx context.Context) error {
-	f := informers.NewSharedInformerFactoryWithOptions(w.Client, 0, informers.WithNamespace(w.Namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", w.Name).String()
-		}))
-	inf := f.Apps().V1().DaemonSets().Informer()
+	sel := fields.OneTermEqualSelector("metadata.name", w.Name).String()
+	dss := w.Client.AppsV1().DaemonSets(w.Namespace)
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = sel
+			return dss.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = sel
+			return dss.Watch(ctx, o)
+		},
+	}
+	// The client says whether it serves watch-list (a fake does not), as
+	// client-go's own informers tell the reflector.
+	inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, w.Client), &appsv1.DaemonSet{}, 0, cache.Indexers{})
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    w.observe,
 		UpdateFunc: func(_, obj any) { w.observe(obj) },
@@ -61,9 +72,7 @@ func (w *Watch) Run(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("watching daemonset %s/%s: %w", w.Namespace, w.Name, err)
 	}
-	f.Start(ctx.Done())
-	<-ctx.Done()
-	f.Shutdown()
+	inf.RunWithContext(ctx)
 	return nil
 }
 
