@@ -83,7 +83,8 @@ func (r *k8sRun) leaks(t *testing.T) {
 // agentPodArgs are the agent pod's name and catenactl's flags for its
 // dirs: --cache-dir (second: the reports go there), --cni-conf-dir,
 // --results-dir and --cni-path (the agent's --cni-bin-dir), as the
-// DaemonSet passes them to the agent.
+// DaemonSet passes them to the agent, and --runtime-endpoint as its
+// ConfigMap does, unless auto.
 func (r *k8sRun) agentPodArgs(t *testing.T) (string, []string) {
 	t.Helper()
 	pods := r.c.pods(t, "catena-system", "app.kubernetes.io/component=agent")
@@ -94,8 +95,17 @@ func (r *k8sRun) agentPodArgs(t *testing.T) (string, []string) {
 			flags[k] = v
 		}
 	}
-	return pods[0].Name, []string{"--cache-dir", flags["--cache-dir"], "--cni-conf-dir", flags["--cni-conf-dir"], "--results-dir", flags["--results-dir"],
+	args := []string{"--cache-dir", flags["--cache-dir"], "--cni-conf-dir", flags["--cni-conf-dir"], "--results-dir", flags["--results-dir"],
 		"--cni-path", flags["--cni-bin-dir"]}
+	// The runtime's socket, as the agent's option names it: catenactl's
+	// auto looks where the chart's defaults mount it, which this node's
+	// values move.
+	var cm corev1.ConfigMap
+	require.NoError(t, r.c.getJSON(&cm, "configmap", "-n", "catena-system", "catena-options"))
+	if ep := cm.Data["CATENA_AGENT_RUNTIME_ENDPOINT"]; ep != "" && ep != "auto" {
+		args = append(args, "--runtime-endpoint", ep)
+	}
+	return pods[0].Name, args
 }
 
 // patchOptions sets keys in catena-options; removeOptions removes them.
