@@ -100,7 +100,7 @@ func (r *k8sRun) agentOffPath(t *testing.T) {
 
 	adds := countOps(r.n.ops(t), "ADD", "ok")
 	patchAgent(`{"spec":{"template":{"spec":{"containers":[{"name":"agent","resources":` + string(resources) + `}]}}}}`)
-	back := r.waitAgentReady(t, r.agentTag())
+	back := r.waitAgentReady(t, r.tag) // density installs r.tag
 	fams := scrapeMetrics(t, agentMetricsURL)
 	counted := sampleSum(fams, "catena_operations_total", "verb=add", "outcome=ok")
 	assert.GreaterOrEqual(t, counted, float64(adds), "the agent back counts every ADD of the journal, those it missed included")
