@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/catena-cni/catena/libchain/events"
-	"github.com/catena-cni/catena/node/reconcile/fakecri"
 )
 
 // The agent's worst case, measured by TestAgentResources.
@@ -36,44 +35,13 @@ type agentUsage struct {
 
 func readUsage(t *testing.T, pid int) agentUsage {
 	t.Helper()
-	var u agentUsage
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	require.NoError(t, err)
+	u := agentUsage{cpu: procCPU(t, pid)}
 	for key, dst := range map[string]*int64{"VmHWM:": &u.hwm, "VmRSS:": &u.rss, "RssAnon:": &u.anon} {
-		v, ok := statusKB(status, key)
+		v, ok := procStatusKB(pid, key)
 		require.True(t, ok, "%s in /proc/%d/status", key, pid)
 		*dst = v
 	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	require.NoError(t, err)
-	// after "(comm)": state is field 3, utime 14, stime 15
-	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	utime, err := strconv.ParseInt(fields[11], 10, 64)
-	require.NoError(t, err)
-	stime, err := strconv.ParseInt(fields[12], 10, 64)
-	require.NoError(t, err)
-	u.cpu = time.Duration(utime+stime) * 10 * time.Millisecond // USER_HZ 100
 	return u
-}
-
-// rssAnon is the process's RssAnon in kB.
-func rssAnon(pid int) (int64, bool) {
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, false
-	}
-	return statusKB(status, "RssAnon:")
-}
-
-// statusKB is the value in kB of key in a /proc/<pid>/status.
-func statusKB(status []byte, key string) (int64, bool) {
-	for _, line := range strings.Split(string(status), "\n") {
-		if v, ok := strings.CutPrefix(line, key); ok {
-			n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return n, err == nil
-		}
-	}
-	return 0, false
 }
 
 // chartLimit is a resource limit of the chart's default values.
@@ -188,7 +156,7 @@ func TestAgentResources(t *testing.T) {
 				return
 			case <-time.After(20 * time.Millisecond):
 			}
-			if a, ok := rssAnon(pid); ok {
+			if a, ok := procStatusKB(pid, "RssAnon:"); ok {
 				anonPeak = max(anonPeak, a)
 			}
 		}
@@ -284,19 +252,4 @@ func journalMiB(t *testing.T, cacheDir string) int64 {
 func writeFixture(t *testing.T, path string, data []byte) {
 	t.Helper()
 	require.NoError(t, os.WriteFile(path, data, 0o600))
-}
-
-// fakeCRIServer is a fake CRI on a socket of the test's.
-type fakeCRIServer struct {
-	*fakecri.Server
-	sock string
-}
-
-func startFakeCRI(t *testing.T) fakeCRIServer {
-	t.Helper()
-	sock := filepath.Join(t.TempDir(), "cri.sock")
-	s, err := fakecri.Start(sock)
-	require.NoError(t, err)
-	t.Cleanup(s.Stop)
-	return fakeCRIServer{s, sock}
 }

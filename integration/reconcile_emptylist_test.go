@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/catena-cni/catena/node/reconcile"
-	"github.com/catena-cni/catena/node/reconcile/fakecri"
 )
 
 // podProcess runs a process in the netns name, as a sandbox's pause
@@ -69,10 +67,8 @@ func TestReconcileEmptyListKeepsLivePods(t *testing.T) {
 	require.Len(t, w.ipamFiles(net), pods)
 	require.Len(t, w.hostVeths(), pods)
 
-	sock := filepath.Join(t.TempDir(), "cri.sock")
-	srv, err := fakecri.Start(sock)
-	require.NoError(t, err)
-	t.Cleanup(srv.Stop)
+	srv := startFakeCRI(t)
+	sock := srv.sock
 	srv.Set() // lists no sandboxes
 	args := []string{"reconcile", "--runtime-endpoint", sock, "--grace", grace.String(), "--runtime-timeout", "2s"}
 

@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/catena-cni/catena/node/reconcile"
-	"github.com/catena-cni/catena/node/reconcile/fakecri"
 )
 
 // TestReconcileScopeAndUnreachableRuntime drives the real catenactl
@@ -62,10 +61,8 @@ func TestReconcileScopeAndUnreachableRuntime(t *testing.T) {
 	assert.Contains(t, stderr, "nothing reclaimed in this pass")
 	require.Len(t, w.records(net), 2, "nothing reclaimed while the runtime is unreachable")
 
-	sock := filepath.Join(t.TempDir(), "cri.sock")
-	srv, err := fakecri.Start(sock)
-	require.NoError(t, err)
-	t.Cleanup(srv.Stop)
+	srv := startFakeCRI(t)
+	sock := srv.sock
 	srv.Set("some-other-sandbox")
 	passes, reclaimed, marked := 0, 0, 0
 	for range 10 {

@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -118,17 +116,9 @@ func (tn *traceFaultNode) waitExported(t *testing.T, what string, traces []strin
 // rssKiB is the agent's resident set, from /proc.
 func (tn *traceFaultNode) rssKiB(t *testing.T) int {
 	t.Helper()
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", tn.agent.cmd.Process.Pid))
-	require.NoError(t, err)
-	for line := range strings.SplitSeq(string(raw), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kib, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
-			require.NoError(t, err)
-			return kib
-		}
-	}
-	t.Fatal("no VmRSS")
-	return 0
+	kib, ok := procStatusKB(tn.agent.cmd.Process.Pid, "VmRSS:")
+	require.True(t, ok, "no VmRSS")
+	return int(kib)
 }
 
 func median(d []time.Duration) time.Duration {
@@ -226,15 +216,7 @@ func TestTraceExportFaults(t *testing.T) {
 // agentCPU is the agent's CPU time so far (utime+stime, /proc/<pid>/stat).
 func (tn *traceFaultNode) agentCPU(t *testing.T) time.Duration {
 	t.Helper()
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", tn.agent.cmd.Process.Pid))
-	require.NoError(t, err)
-	// the fields after the command, which is in parentheses
-	f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
-	utime, err := strconv.ParseInt(f[11], 10, 64)
-	require.NoError(t, err)
-	stime, err := strconv.ParseInt(f[12], 10, 64)
-	require.NoError(t, err)
-	return time.Duration(utime+stime) * 10 * time.Millisecond // USER_HZ 100
+	return procCPU(t, tn.agent.cmd.Process.Pid)
 }
 
 // TestTraceExportCost measures what exporting 1,000 operations costs the
