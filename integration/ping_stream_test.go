@@ -14,12 +14,11 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/net/icmp"
-	"golang.org/x/net/ipv4"
 )
 
 // pingStream is one pod pinging another: an ICMP socket opened inside the
 // first pod's netns sends an echo request every interval to the second's
-// address and waits up to a second for each reply.
+// address and waits up to a second for each reply (echo, ping_test.go).
 type pingStream struct {
 	sent, lost int
 	// longest is the longest run of consecutive losses.
@@ -53,7 +52,7 @@ func startPingStream(t *testing.T, nsPath, dst string, interval time.Duration) (
 			}
 			sentAt := time.Now()
 			s.sent++
-			if !echo(c, ip, id, seq&0xffff, buf) {
+			if echo(c, ip, id, seq&0xffff, []byte("catena-stream"), time.Second, buf) != nil {
 				s.lost++
 				run++
 				s.longest = max(s.longest, run)
@@ -71,33 +70,6 @@ func startPingStream(t *testing.T, nsPath, dst string, interval time.Duration) (
 			_ = c.Close()
 		})
 		return s
-	}
-}
-
-// echo sends one request and waits up to a second for its reply.
-func echo(c *icmp.PacketConn, dst net.IP, id, seq int, buf []byte) bool {
-	msg, err := (&icmp.Message{Type: ipv4.ICMPTypeEcho, Body: &icmp.Echo{ID: id, Seq: seq, Data: []byte("catena-stream")}}).Marshal(nil)
-	if err != nil {
-		return false
-	}
-	if _, err := c.WriteTo(msg, &net.IPAddr{IP: dst}); err != nil {
-		return false
-	}
-	if c.SetReadDeadline(time.Now().Add(time.Second)) != nil {
-		return false
-	}
-	for {
-		n, from, err := c.ReadFrom(buf)
-		if err != nil {
-			return false
-		}
-		reply, err := icmp.ParseMessage(1, buf[:n])
-		if err != nil || reply.Type != ipv4.ICMPTypeEchoReply || from.String() != dst.String() {
-			continue
-		}
-		if e, ok := reply.Body.(*icmp.Echo); ok && e.ID == id && e.Seq == seq {
-			return true
-		}
 	}
 }
 
