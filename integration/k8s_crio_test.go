@@ -187,15 +187,7 @@ func (r *k8sRun) crioUninstall(t *testing.T) {
 	require.NoError(t, err)
 	start := time.Now()
 	r.c.helmUninstall(t)
-	waitFor(t, "the agent's pod is gone and took the generated conflist", 2*time.Minute, 250*time.Millisecond, func() error {
-		if pods := r.c.pods(t, "catena-system", "app.kubernetes.io/component=agent"); len(pods) > 0 {
-			return fmt.Errorf("%d agent pods", len(pods))
-		}
-		if _, err := os.Stat(filepath.Join(r.n.confDir(), generatedName)); err == nil {
-			return fmt.Errorf("%s still there", generatedName)
-		}
-		return nil
-	}, r.n.kubelet)
+	r.waitAgentGone(t, true)
 	r.n.waitNetworkWithout(t, "catena")
 	restored := time.Since(start)
 	primaryAfter, err := os.ReadFile(filepath.Join(r.n.confDir(), primaryName))

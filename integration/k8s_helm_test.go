@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
@@ -118,4 +119,24 @@ func (c *k8sCluster) valuesFile(t *testing.T, n *k8sNode, tag string) string {
 	path := filepath.Join(n.dir, "helm-values.yaml")
 	require.NoError(t, os.WriteFile(path, raw, 0o600))
 	return path
+}
+
+// waitAgentGone waits until the node's agent pod is gone and, with
+// conflistGone, the generated conflist too (an uninstall: the agent takes
+// it as it exits).
+func (r *k8sRun) waitAgentGone(t *testing.T, conflistGone bool) {
+	t.Helper()
+	what := "the agent's pod is gone"
+	if conflistGone {
+		what += " and took the generated conflist"
+	}
+	waitFor(t, what, 2*time.Minute, 250*time.Millisecond, func() error {
+		if pods := r.c.pods(t, "catena-system", "app.kubernetes.io/component=agent"); len(pods) > 0 {
+			return fmt.Errorf("%d agent pods", len(pods))
+		}
+		if conflistGone && fileExists(filepath.Join(r.n.confDir(), generatedName)) {
+			return fmt.Errorf("%s still there", generatedName)
+		}
+		return nil
+	}, r.n.kubelet)
 }

@@ -71,12 +71,7 @@ func (r *k8sRun) agentOffPath(t *testing.T) {
 	}
 
 	patchAgent(`{"spec":{"template":{"spec":{"nodeSelector":{"catena.dev/nowhere":"true"}}}}}`)
-	waitFor(t, "the agent's pod is gone", 2*time.Minute, 250*time.Millisecond, func() error {
-		if pods := r.c.pods(t, "catena-system", "app.kubernetes.io/component=agent"); len(pods) > 0 {
-			return fmt.Errorf("%d agent pods", len(pods))
-		}
-		return nil
-	}, r.n.kubelet)
+	r.waitAgentGone(t, false)
 	require.FileExists(t, conf, "an agent stopped with its DaemonSet present leaves the conflist")
 	round("agent stopped")
 

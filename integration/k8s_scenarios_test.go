@@ -101,15 +101,7 @@ func (r *k8sRun) uninstall(t *testing.T) {
 	catenaBefore := fileDigest(t, filepath.Join(r.n.cniBin, "catena"))
 	start := time.Now()
 	r.c.helmUninstall(t)
-	waitFor(t, "the agent's pod is gone and took the generated conflist", 2*time.Minute, 250*time.Millisecond, func() error {
-		if pods := r.c.pods(t, "catena-system", "app.kubernetes.io/component=agent"); len(pods) > 0 {
-			return fmt.Errorf("%d agent pods", len(pods))
-		}
-		if _, err := os.Stat(filepath.Join(r.n.ctd.confDir, generatedName)); err == nil {
-			return fmt.Errorf("%s still there", generatedName)
-		}
-		return nil
-	}, r.n.kubelet)
+	r.waitAgentGone(t, true)
 	r.c.waitNetworkWithout(t, "catena")
 	restored := time.Since(start)
 	primaryAfter, err := os.ReadFile(filepath.Join(r.n.ctd.confDir, primaryName))
