@@ -17,6 +17,8 @@ import (
 
 type selfWatchFlags struct {
 	target string
+	// namespace and name are target's, once validate parsed it
+	namespace, name string
 }
 
 func (f *selfWatchFlags) register(cmd *cobra.Command) {
@@ -29,14 +31,16 @@ func (f *selfWatchFlags) validate() error {
 	if f.target == "" {
 		return nil
 	}
-	if _, _, err := selfwatch.ParseTarget(f.target); err != nil {
+	var err error
+	if f.namespace, f.name, err = selfwatch.ParseTarget(f.target); err != nil {
 		return &cli.UsageError{Err: fmt.Errorf("--uninstall-on-delete %w", err)}
 	}
 	return nil
 }
 
-// setup watches the DaemonSet and makes inst ask it as the agent stops;
-// nothing outside a cluster (logged: the conflist then always stays).
+// setup, after validate, watches the DaemonSet and makes inst ask it as
+// the agent stops; nothing outside a cluster (logged: the conflist then
+// always stays).
 func (f *selfWatchFlags) setup(cfg *rest.Config, inst *nodeconf.Installer, log *slog.Logger) []agent.Named {
 	if f.target == "" {
 		return nil
@@ -45,14 +49,13 @@ func (f *selfWatchFlags) setup(cfg *rest.Config, inst *nodeconf.Installer, log *
 		log.Warn("--uninstall-on-delete: not in a cluster; the generated conflist stays when the agent stops")
 		return nil
 	}
-	ns, name, _ := selfwatch.ParseTarget(f.target) // validated
 	// No client timeout: it would cut the watch every time.
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		log.Warn("--uninstall-on-delete: no client for the API server; the generated conflist stays when the agent stops", "error", err)
 		return nil
 	}
-	w := &selfwatch.Watch{Client: cs, Namespace: ns, Name: name, Log: log}
+	w := &selfwatch.Watch{Client: cs, Namespace: f.namespace, Name: f.name, Log: log}
 	inst.Leaving = func() (bool, string) { return w.Gone(context.Background()) }
 	return []agent.Named{{Name: "selfwatch", Runnable: agent.RunnableFunc(w.Run)}}
 }
