@@ -66,10 +66,6 @@ type densityRun struct {
 	rounds  []nodebench.Round
 	// installs and uninstalls are how long each switch of the variant took
 	installs, uninstalls []time.Duration
-	// keepsOnDelete: the installed agent was told to leave the conflist
-	// when its DaemonSet is deleted (install's); false for one installed
-	// before with deploy/catena.yaml's defaults
-	keepsOnDelete bool
 }
 
 // nodeDensity runs the bench on the containerd node.
@@ -176,7 +172,6 @@ func (d *densityRun) install(t *testing.T) {
 	}
 	start := time.Now()
 	r.c.apply(t, objs)
-	d.keepsOnDelete = true
 	r.waitAgentReady(t, r.tag)
 	r.n.waitNetworkOf(t, d.node.network(), "catena", true)
 	d.installs = append(d.installs, time.Since(start))
@@ -190,6 +185,11 @@ func (d *densityRun) install(t *testing.T) {
 // their namespace is gone.
 func (d *densityRun) uninstall(t *testing.T) {
 	r := d.r
+	// an agent installed by install keeps the conflist; one of
+	// deploy/catena.yaml's defaults (flannel install's) removes it
+	var cm corev1.ConfigMap
+	require.NoError(t, r.c.getJSON(&cm, "configmap", "catena-options", "-n", "catena-system"))
+	keepsOnDelete := cm.Data["CATENA_AGENT_UNINSTALL_ON_DELETE"] == ""
 	start := time.Now()
 	r.c.kubectl(t, nil, "delete", "daemonset", "-n", "catena-system", "catena-agent", "--cascade=foreground", "--wait=false")
 	waitFor(t, "the agent's DaemonSet and pod are gone", 2*time.Minute, 250*time.Millisecond, func() error {
@@ -203,7 +203,7 @@ func (d *densityRun) uninstall(t *testing.T) {
 		return err
 	}, r.n.kubelet)
 	conf := filepath.Join(r.n.confDir(), generatedName)
-	if d.keepsOnDelete {
+	if keepsOnDelete {
 		require.FileExists(t, conf, "an agent told to keep it leaves the conflist as its DaemonSet is deleted")
 	} else {
 		require.NoFileExists(t, conf, "the agent of deploy/catena.yaml removed the conflist as its DaemonSet was deleted")

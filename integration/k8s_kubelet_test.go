@@ -163,6 +163,8 @@ func (n *k8sNode) kubeletConfig() map[string]any {
 		"imageGCHighThresholdPercent": 100,
 		"imageGCLowThresholdPercent":  99,
 		"nodeStatusUpdateFrequency":   "2s",
+		// the node restart's full run (150 pods) is past the default 110
+		"maxPods": 250,
 	}
 }
 
@@ -306,20 +308,29 @@ func (n *k8sNode) killPods(t *testing.T) {
 // again with the same config and imports the images again.
 func (n *k8sNode) wipeContainerd(t *testing.T, images ...string) {
 	t.Helper()
+	n.loseContainerd(t, "root", "state")
+	for _, img := range append([]string{filepath.Join(n.ctd.dir, "pause.tar")}, images...) {
+		n.importImage(t, img)
+	}
+}
+
+// loseContainerd kills every container of the node's pods, stops
+// containerd by PID and kills its shims, unmounts and deletes the subdirs
+// of containerd's dir named (root, state), and starts it again with the
+// same config.
+func (n *k8sNode) loseContainerd(t *testing.T, subdirs ...string) {
+	t.Helper()
 	d := n.ctd
 	n.killPods(t)
 	n.stopContainerd()
 	d.killShims()
-	for _, sub := range []string{"root", "state"} {
+	for _, sub := range subdirs {
 		dir := filepath.Join(d.dir, sub)
 		unmountUnder(t, dir)
 		require.NoError(t, os.RemoveAll(dir))
 	}
 	n.startContainerd(t)
 	n.shareNetnsDir(t)
-	for _, img := range append([]string{filepath.Join(d.dir, "pause.tar")}, images...) {
-		n.importImage(t, img)
-	}
 }
 
 // stopContainerd stops containerd by PID: SIGTERM, SIGKILL after 20 s. Its

@@ -65,8 +65,9 @@ type seedFigures struct {
 
 // TestKubernetesNode runs Catena on a real cluster: helm install of the
 // chart (the node's private dirs, image tag, nodeSelector and the API
-// server's address as values, nothing else), the plain primary's
-// leaks found and released from the agent's pod, pods through Catena
+// server's address as values, nothing else), its ServiceMonitor and
+// PrometheusRule checked against the Prometheus Operator's CRDs, the
+// plain primary's leaks found and released from the agent's pod, pods through Catena
 // under kubelet, the seed failure under kubelet's retries, a kubelet
 // restart, helm upgrades of a value and the image, the reconciler after a wiped
 // containerd, a forgotten teardown healed with no runtime, the agent's
@@ -80,7 +81,8 @@ type seedFigures struct {
 // (k8s_outage_test.go); the node-density benchmark at its smallest, a
 // round of flannel alone and one of Catena over it with 3 pods
 // (k8s_density_test.go); the agent stopped and OOM-killed while pods
-// start (k8s_offpath_test.go); last, a 5-minute chaos soak on flannel's network
+// start (k8s_offpath_test.go); the node rebooted under
+// its pods (k8s_restart_test.go); last, a 5-minute chaos soak on flannel's network
 // (k8s_soak_test.go); in one bring-up. Each scenario prints a K8S-SUMMARY
 // line with its figures; the host is checked at the end.
 func TestKubernetesNode(t *testing.T) {
@@ -99,6 +101,7 @@ func TestKubernetesNode(t *testing.T) {
 	}{
 		{"plain primary", r.plainPrimary},
 		{"install", r.install},
+		{"monitoring objects", r.monitoringObjects},
 		{"leaks", r.leaks},
 		{"pods through catena", r.podsThroughCatena},
 		{"seed failure", r.seedFailure},
@@ -120,6 +123,7 @@ func TestKubernetesNode(t *testing.T) {
 		{"api server outage", r.apiServerOutage},
 		{"node density", r.nodeDensity},
 		{"agent off the path", r.agentOffPath},
+		{"node restart", r.nodeRestart},
 		{"soak", r.soak},
 	} {
 		if !scenarioSelected(s.name) {
@@ -179,8 +183,14 @@ func (r *k8sRun) webDeployment(name string, replicas int32) *appsv1.Deployment {
 // Running with an IP, and returns their IPs.
 func (r *k8sRun) waitRunning(t *testing.T, app string, want int) []string {
 	t.Helper()
+	return r.waitRunningWithin(t, app, want, 2*time.Minute)
+}
+
+// waitRunningWithin is waitRunning within limit (many pods take longer).
+func (r *k8sRun) waitRunningWithin(t *testing.T, app string, want int, limit time.Duration) []string {
+	t.Helper()
 	var ips []string
-	waitFor(t, fmt.Sprintf("%d pods of %s are Running", want, app), 2*time.Minute, 250*time.Millisecond, func() error {
+	waitFor(t, fmt.Sprintf("%d pods of %s are Running", want, app), limit, 250*time.Millisecond, func() error {
 		pods := r.c.pods(t, "default", "app="+app)
 		var err error
 		if ips, err = runningIPs(pods); err != nil {

@@ -25,6 +25,9 @@
 #   bin/tools/helm, for the chart: make manifests, make chart, make lint,
 #              the deploy tests and the Kubernetes node test
 #                                               (scripts/install-helm.sh)
+#   bin/tools/prometheus-operator-crds/, its ServiceMonitor and
+#              PrometheusRule CRDs, for the Kubernetes node test
+#                                               (scripts/install-prometheus-crds.sh)
 #   /usr/lib/cni/  Debian 12's reference plugins (apt containernetworking-plugins,
 #              1.1.1: VERSION answers at most 1.0.0), which TestAutoVersions
 #              drives through "cniVersion": "auto"
@@ -51,5 +54,6 @@ bash "${repo}/scripts/install-promtool.sh"
 bash "${repo}/scripts/install-jaeger.sh"
 bash "${repo}/scripts/install-cyclonedx.sh"
 bash "${repo}/scripts/install-helm.sh"
+bash "${repo}/scripts/install-prometheus-crds.sh"
 
 printf 'install-deps: done\n' >&2
