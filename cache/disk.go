@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -163,7 +164,13 @@ func (s *DiskStore) readRecord(key, path string) ([]byte, error) {
 	if err := checkRecordEntry(path, fi); err != nil {
 		return nil, fmt.Errorf("load record %s: %w", key, err)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, maxRecordSize+1))
+	// read at its size at once (io.ReadAll would grow a buffer from 512
+	// bytes, allocating twice a padded record's size), one byte over the
+	// bound to see a file too large
+	var buf bytes.Buffer
+	buf.Grow(int(min(fi.Size(), maxRecordSize)) + bytes.MinRead)
+	_, err = buf.ReadFrom(io.LimitReader(f, maxRecordSize+1))
+	data := buf.Bytes()
 	if err != nil {
 		return nil, fmt.Errorf("load record %s: read %s: %w", key, path, err)
 	}

@@ -3,7 +3,6 @@ package reconcile
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/catena-cni/catena/cache"
@@ -18,9 +17,6 @@ type Loop struct {
 	// BeforePass, if set, runs before each pass (the metrics read the
 	// event journal there).
 	BeforePass func()
-
-	mu   sync.Mutex
-	last *Report
 }
 
 // Run implements catena-agent's Runnable. While it runs it holds the
@@ -43,23 +39,16 @@ func (l *Loop) Run(ctx context.Context) error {
 		if l.BeforePass != nil {
 			l.BeforePass()
 		}
-		rep, _ := l.R.Pass(ctx)
-		l.mu.Lock()
-		l.last = rep
-		l.mu.Unlock()
+		// the report is in the log and the metrics (Observer); the
+		// loop keeps none of it, a pass's decisions on 10,000 records
+		// being megabytes
+		_, _ = l.R.Pass(ctx)
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
 		}
 	}
-}
-
-// Last is the report of the last pass, nil before the first.
-func (l *Loop) Last() *Report {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.last
 }
 
 // takeRetrierLock takes the retrier lock without waiting; nil if a catena

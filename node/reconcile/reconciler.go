@@ -201,13 +201,26 @@ func (p *pass) readRecords() error {
 			continue
 		}
 		counts[[2]string{key.Network, string(rec.Phase)}]++
-		p.recs = append(p.recs, rec)
+		p.recs = append(p.recs, slim(rec))
 	}
 	p.rep.Records = len(keys)
 	for k, n := range counts {
 		p.rep.Counts = append(p.rep.Counts, RecordCount{Network: k[0], Phase: k[1], Count: n})
 	}
 	return nil
+}
+
+// slim drops from a complete record what the pass never reads of one (its
+// steps' configs and results, its own result): phase one decides on its
+// key, phase, times, netns and CNI_ARGS, and a reclaim reads the record
+// afresh under its lock. Over 10,000 records that is most of the pass's
+// live memory. Records of other phases are kept whole for their retries.
+func slim(rec *cache.Record) *cache.Record {
+	if rec.Phase != cache.PhaseComplete {
+		return rec
+	}
+	rec.Steps, rec.Result, rec.PrevResult = nil, nil, nil
+	return rec
 }
 
 // heldSince is when the teardown of a record that needs it began to fail:

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -62,6 +63,32 @@ func TestTwoPhases(t *testing.T) {
 	assert.False(t, w.marked("gone"))
 	assert.True(t, w.exists("live"))
 	assert.Equal(t, 4, w.rt.calls, "phase two called a fresh ListPodSandbox (1 + 1 + 2 calls)")
+}
+
+// TestPassHoldsCompleteRecordsSlim: the pass keeps of a complete record
+// only what phase one reads (its steps and results are dropped: a reclaim
+// reads the record afresh, as TestTwoPhases's DELs of every step show); a
+// record that needs teardown is kept whole for its retry.
+func TestPassHoldsCompleteRecordsSlim(t *testing.T) {
+	w := newWorld(t)
+	done := record("done", true)
+	done.Result = json.RawMessage(`{"cniVersion":"1.1.0"}`)
+	require.NoError(t, w.store.Save(done))
+	w.heldRecord("held", w.clock)
+	p := &pass{Reconciler: w.reconciler(), now: w.clock, rep: &Report{}}
+	require.NoError(t, p.readRecords())
+	require.Len(t, p.recs, 2)
+	for _, rec := range p.recs {
+		switch rec.Key.ContainerID {
+		case "done":
+			assert.Nil(t, rec.Steps)
+			assert.Nil(t, rec.Result)
+			assert.Equal(t, done.Args, rec.Args, "what phase one reads stays")
+			assert.Equal(t, done.NetNSID, rec.NetNSID)
+		case "held":
+			assert.Len(t, rec.Steps, 3, "a record to retry is whole")
+		}
+	}
 }
 
 // TestNeverCandidates: rules 1, 3 and 4 over many passes: records out of
