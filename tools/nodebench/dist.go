@@ -49,10 +49,10 @@ func nearestRank(ds []time.Duration, q float64) (time.Duration, bool) {
 	return s[rank-1], true
 }
 
-// merge is the Dists together: their samples, or their histograms
+// Merge is the Dists together: their samples, or their histograms
 // added, which must have the same buckets; a Dist of neither kind is
 // empty and adds nothing.
-func merge(ds ...Dist) (Dist, error) {
+func Merge(ds ...Dist) (Dist, error) {
 	var out Dist
 	for _, d := range ds {
 		switch {

@@ -41,7 +41,7 @@ func ratioInterval(rounds []Round, n int, m Measure) (lo, hi float64, ok bool, e
 		for i := range pick {
 			pick[i] = ds[rng.IntN(len(ds))]
 		}
-		all, err := merge(pick...)
+		all, err := Merge(pick...)
 		if err != nil {
 			return 0, err
 		}

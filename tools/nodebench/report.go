@@ -79,7 +79,7 @@ func Summarize(rounds []Round, v Variant, n int, m Measure) (Summary, error) {
 		s.Rounds++
 		ds = append(ds, d)
 	}
-	all, err := merge(ds...)
+	all, err := Merge(ds...)
 	if err != nil {
 		return Summary{}, fmt.Errorf("%s of %s at N=%d: %w", m.Label, v, n, err)
 	}
