@@ -87,7 +87,7 @@ func (r *k8sRun) rebootUnder(t *testing.T, n int, catena bool) restartFigures {
 	want := flannelHeld{IPs: n, Veths: n, Files: n, Records: records}
 	r.c.scale(t, densityApp, n)
 	r.waitRunningWithin(t, densityApp, n, limit)
-	require.Equal(t, want, r.flannelHeldSettled(t, want))
+	require.Equal(t, want, r.flannel(t).heldSettled(r.n.cacheDir(), want, 30*time.Second))
 	lost := sandboxIDs(r.n.sandboxes(t, densityApp))
 	var f restartFigures
 	var agentUID, oldAgent string
@@ -194,17 +194,6 @@ func (r *k8sRun) checkAgentRestart(t *testing.T, f *restartFigures, cg *containe
 }
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
-
-// flannelHeldSettled is flannelHeld once it is want, or after 30 s (a
-// deleted netns's veth goes with the kernel's asynchronous cleanup).
-func (r *k8sRun) flannelHeldSettled(t *testing.T, want flannelHeld) flannelHeld {
-	t.Helper()
-	h := r.flannelHeld(t)
-	for deadline := time.Now().Add(30 * time.Second); h != want && time.Now().Before(deadline); h = r.flannelHeld(t) {
-		time.Sleep(250 * time.Millisecond)
-	}
-	return h
-}
 
 // agentReadyOtherThan tells whether the agent's one pod is Ready in a
 // container other than old (the API shows the old one Ready until
